@@ -1,0 +1,40 @@
+# timing_source -- PGXS build
+#
+#   make && make install        build and install against pg_config on PATH
+#   make installcheck           pg_regress tests (needs a running server
+#                               with timing_source in shared_preload_libraries)
+#   make unittest               clock core unit tests (no server needed),
+#                               x86-64 build and TSC-compiled-out build
+
+MODULE_big = timing_source
+OBJS = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+EXTENSION = timing_source
+DATA = $(wildcard sql/timing_source--*.sql)
+PGFILEDESC = "timing_source - TSC-based executor timing"
+
+# every sql/*.sql except the install scripts is a pg_regress test
+REGRESS = $(sort $(basename $(notdir $(filter-out sql/timing_source--%,$(wildcard sql/*.sql)))))
+REGRESS_OPTS = --inputdir=. --outputdir=.
+
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare $(EXTRA_CFLAGS)
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+# ---- clock core unit tests (plain C, no server) ----
+UNIT_CC ?= cc
+UNIT_CFLAGS = -O2 -g -std=gnu99 -Wall -Wextra -Wno-unused-parameter $(EXTRA_CFLAGS) -Isrc
+
+test/unit/test_tsclock: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
+
+test/unit/test_tsclock_nox86: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+	$(UNIT_CC) $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
+
+.PHONY: unittest
+unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86
+	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86
+
+EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86

@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * tsclock.h
+ *	  Clock core of timing_source: CPU feature probe, TSC frequency
+ *	  detection, calibration against the system clock, and tick to
+ *	  nanosecond conversion.
+ *
+ * This file and tsclock.c know nothing about PostgreSQL's executor, GUCs
+ * or SQL; they include only the C standard library and POSIX headers, so
+ * that they can be compiled into a stand-alone unit test program.
+ *
+ * Building with TSCLOCK_NO_X86 defined (or on any architecture other than
+ * x86-64) compiles all TSC code out; only the system clock is offered.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TSCLOCK_H
+#define TSCLOCK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#if (defined(__x86_64__) || defined(_M_AMD64)) && !defined(TSCLOCK_NO_X86)
+#define TSCLOCK_HAVE_TSC 1
+#if defined(_MSC_VER)
+#include <intrin.h>
+#else
+#include <x86intrin.h>
+#endif
+#endif
+
+/* Sanity bounds for any TSC frequency we are willing to use. */
+#define TSCLOCK_MIN_KHZ		UINT64_C(100000)	/* 100 MHz */
+#define TSCLOCK_MAX_KHZ		UINT64_C(20000000)	/* 20 GHz */
+
+/* Calibration limits */
+#define TSCLOCK_CAL_MAX_NS		(50 * 1000 * 1000)	/* never run longer */
+#define TSCLOCK_CAL_TARGET_PPM	5.0 /* stop early once this good */
+#define TSCLOCK_CAL_ACCEPT_PPM	100.0	/* converged if at least this good */
+
+/* CPUID and calibration may disagree by at most this much (percent) */
+#define TSCLOCK_CROSSCHECK_PCT	10.0
+
+/* Fixed shift of the tick to nanosecond conversion, see tsclock_ticks_to_ns */
+#define TSCLOCK_SHIFT			30
+
+/*
+ * Result of one calibration run of the TSC against CLOCK_MONOTONIC.
+ */
+typedef struct TsCalibration
+{
+	bool		converged;		/* uncertainty within TSCLOCK_CAL_ACCEPT_PPM
+								 * and frequency within sanity bounds */
+	uint64_t	khz;			/* measured frequency, 0 if absurd */
+	double		hz;				/* unrounded measured frequency */
+	double		uncertainty_ppm;	/* bound from the bracket widths */
+	uint32_t	iterations;		/* bracketed system clock reads taken */
+	uint64_t	elapsed_ns;		/* wall time the run took */
+} TsCalibration;
+
+/*
+ * Everything we know about the TSC of this machine.  Filled once per
+ * process by tsclock_detect(); read-only afterwards.
+ */
+typedef struct TsClockInfo
+{
+	bool		detected;		/* tsclock_detect() has run */
+	bool		x86_64;			/* TSC code compiled in */
+
+	/* CPU features */
+	bool		rdtscp;			/* CPUID 0x80000001 EDX bit 27 */
+	bool		invariant;		/* CPUID 0x80000007 EDX bit 8 */
+	bool		tsc_adjust;		/* CPUID 7.0 EBX bit 1 */
+	bool		hypervisor;		/* CPUID 1 ECX bit 31 */
+	char		hv_signature[13];	/* raw vendor signature, leaf 0x40000000 */
+	char		hv_name[32];	/* "kvm", "vmware", "hyperv", "xen", ... */
+	uint32_t	hv_max_leaf;	/* EAX of leaf 0x40000000 */
+
+	/* Frequency reported by CPUID (0 if none or not trusted) */
+	uint64_t	cpuid_khz;
+	char		cpuid_what[64]; /* e.g. "cpuid 0x15", "" if none */
+
+	/* Calibration done at detection time */
+	TsCalibration cal;
+
+	/* Frequency in use, and where it came from */
+	uint64_t	khz;			/* 0 if unknown */
+	char		freq_source[128];	/* "x86, hypervisor (kvm), cpuid
+									 * 0x40000010" */
+	bool		have_ppm;		/* both CPUID and calibration known */
+	double		calibration_ppm;	/* (cpuid - calibrated) / calibrated, ppm */
+
+	/* Operating system's clocksource (Linux), "" if unknown */
+	char		os_clocksource[64];
+
+	/*
+	 * usable: the TSC may be selected explicitly ('tsc').  auto_ok: 'auto'
+	 * picks it.  reason/auto_reason say why not (empty when true).
+	 */
+	bool		usable;
+	char		reason[256];
+	bool		auto_ok;
+	char		auto_reason[256];
+
+	/* Conversion: ns = ticks * mult >> TSCLOCK_SHIFT (see below) */
+	uint64_t	mult;
+} TsClockInfo;
+
+/* The process-wide result, valid once tsclock_detect() has run. */
+extern TsClockInfo tsclock_info;
+
+/*
+ * Probe the CPU, determine the frequency, calibrate, decide usability.
+ * Idempotent: does the work only on the first call in a process.
+ */
+extern void tsclock_detect(void);
+
+/* Same as tsclock_detect() but always re-runs (tests) */
+extern void tsclock_detect_into(TsClockInfo *info);
+
+/* One calibration run (x86-64 only; returns not converged elsewhere) */
+extern void tsclock_calibrate(TsCalibration *cal);
+
+/* Read Linux's current clocksource into buf; false if unavailable */
+extern bool tsclock_read_os_clocksource(char *buf, size_t len);
+
+/* Multiplier for a frequency, for tsclock_ticks_to_ns_mult() */
+extern uint64_t tsclock_mult_for_khz(uint64_t khz);
+
+/*
+ * Tick to nanosecond conversion.
+ *
+ * mult = round(10^6 * 2^30 / khz).  For khz >= 100 MHz mult < 10 * 2^30,
+ * so lo * mult below never overflows 64 bits (lo < 2^30), and splitting
+ * the tick count into hi and lo makes the whole computation exact for any
+ * 64-bit tick count whose result fits in 64 bits:
+ *
+ *	 ticks * mult >> 30 == hi * mult + (lo * mult >> 30),
+ *	 hi = ticks >> 30, lo = ticks & (2^30 - 1)
+ *
+ * Two multiplies, no branch.  The only error is the rounding of mult,
+ * below 1 part in mult (< 5e-9 at 5 GHz).
+ */
+static inline uint64_t
+tsclock_ticks_to_ns_mult(uint64_t ticks, uint64_t mult)
+{
+	uint64_t	hi = ticks >> TSCLOCK_SHIFT;
+	uint64_t	lo = ticks & ((UINT64_C(1) << TSCLOCK_SHIFT) - 1);
+
+	return hi * mult + ((lo * mult) >> TSCLOCK_SHIFT);
+}
+
+static inline uint64_t
+tsclock_ticks_to_ns(uint64_t ticks)
+{
+	return tsclock_ticks_to_ns_mult(ticks, tsclock_info.mult);
+}
+
+/* System clock (CLOCK_MONOTONIC) in nanoseconds */
+static inline uint64_t
+tsclock_system_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
+}
+
+#ifdef TSCLOCK_HAVE_TSC
+/* RDTSC: not ordered against surrounding instructions; per-node timing */
+static inline uint64_t
+tsclock_rdtsc(void)
+{
+	return __rdtsc();
+}
+
+/* RDTSCP: waits for prior instructions to complete; precise reads */
+static inline uint64_t
+tsclock_rdtscp(void)
+{
+	unsigned int aux;
+
+	return __rdtscp(&aux);
+}
+#endif
+
+#endif							/* TSCLOCK_H */
