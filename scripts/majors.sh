@@ -1,0 +1,469 @@
+#!/bin/bash
+#
+# scripts/majors.sh -- build and test timing_source against PostgreSQL majors
+# that the host does not have, each in a throw-away Debian root made with
+# debootstrap from Debian's own packages.
+#
+#   scripts/majors.sh prepare MAJOR...   create (or reuse) the cached root
+#   scripts/majors.sh test MAJOR...      run the full suite inside the root
+#   scripts/majors.sh run MAJOR CMD...   run CMD in a fresh copy of the root,
+#                                        source tree in the working directory
+#   scripts/majors.sh clean [MAJOR...]   remove cached roots
+#   scripts/majors.sh list               majors this script knows
+#
+# Majors: 17 (Debian 13 trixie), 18 (Debian forky), 19 (Debian sid with
+# experimental; no pgTAP package, for ad-hoc checks only).
+#
+# Cached roots live under $TS_MAJORS_CACHE (default /var/cache/timing_source),
+# one directory per major, suite, mirror and package list; a root missing its
+# stamp or whose packages are not all installed is rebuilt.  A test run never
+# writes to the cached root: it runs on an overlay (cached root below, a
+# throw-away directory above) inside private mount and PID namespaces, so
+# every mount and every process of the run ends with it; the mounts are also
+# unmounted explicitly, and checked with findmnt afterwards.
+#
+# Host requirements (Debian 12): debootstrap, debian-archive-keyring, wget,
+# gpgv, util-linux (unshare, findmnt, flock), tar, git.
+#
+# Inside the root the project's own entry point runs:
+#     bash scripts/test.sh $TS_MAJORS_TEST_ARGS      (default: --local)
+# with the major's bindir first in PATH, and its "N passed, N failed" line is
+# reported per major.
+#
+set -Eeuo pipefail
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+TOP=$(cd "$(dirname "$SELF")/.." && pwd)
+CACHE=${TS_MAJORS_CACHE:-/var/cache/timing_source}
+TEST_ARGS=${TS_MAJORS_TEST_ARGS:---local}
+TEST_TIMEOUT=${TS_MAJORS_TIMEOUT:-1500}
+# bump when the way roots are built changes, so old caches are not reused
+ROOT_FORMAT=1
+
+log()
+{
+	echo "majors: $*" >&2
+}
+
+die()
+{
+	log "error: $*"
+	exit 2
+}
+
+now()
+{
+	date +%s
+}
+
+# ---------------------------------------------------------------------------
+# per-major configuration
+
+major_suite()
+{
+	case "$1" in
+		17) echo trixie ;;
+		18) echo forky ;;
+		19) echo sid ;;
+		*) die "unknown major '$1' (known: 17 18 19)" ;;
+	esac
+}
+
+major_packages()
+{
+	local m=$1
+	local p="postgresql-$m postgresql-server-dev-$m make gcc libc6-dev perl"
+	p="$p libipc-run-perl libtap-parser-sourcehandler-pgtap-perl"
+	# pgTAP is not packaged for 19 (experimental) yet
+	[ "$m" != 19 ] && p="$p postgresql-$m-pgtap"
+	echo "$p"
+}
+
+# The Debian mirror apt uses on this host (first "debian" URI that is not
+# the security archive), so only mirrors known to be reachable are used.
+detect_mirror()
+{
+	local uri
+	if [ -n "${TS_MAJORS_MIRROR:-}" ]; then
+		echo "$TS_MAJORS_MIRROR"
+		return
+	fi
+	uri=$(
+		{
+			cat /etc/apt/sources.list 2>/dev/null || true
+			cat /etc/apt/sources.list.d/*.list 2>/dev/null || true
+		} | awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }'
+		cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
+			awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
+	)
+	uri=$(echo "$uri" | grep -E '/debian/?$' | grep -v security | head -n1 || true)
+	echo "${uri:-http://deb.debian.org/debian}"
+}
+
+root_key()
+{
+	local m=$1 suite mirror
+	suite=$(major_suite "$m")
+	mirror=$(detect_mirror)
+	echo "format=$ROOT_FORMAT major=$m suite=$suite mirror=$mirror packages=$(major_packages "$m")"
+}
+
+root_dir()
+{
+	local m=$1 hash
+	hash=$(root_key "$m" | sha256sum | cut -c1-12)
+	echo "$CACHE/roots/pg$m-$(major_suite "$m")-$hash"
+}
+
+# A cached root is usable when its stamp matches and every package is
+# installed and configured.
+root_ok()
+{
+	local m=$1 root=$2 p st
+	[ -f "$root/.timing_source-root" ] || return 1
+	[ "$(cat "$root/.timing_source-root")" = "$(root_key "$m")" ] || return 1
+	[ -x "$root/usr/lib/postgresql/$m/bin/pg_config" ] || return 1
+	for p in $(major_packages "$m"); do
+		st=$(chroot "$root" dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) || return 1
+		[ "${st:0:2}" = "ii" ] || return 1
+	done
+	chroot "$root" "/usr/lib/postgresql/$m/bin/pg_config" --version >/dev/null 2>&1 || return 1
+}
+
+# ---------------------------------------------------------------------------
+# namespace side: run a command in a root with /proc, /dev, /dev/shm mounted.
+# Called as: majors.sh __inner MODE ROOTDIR LOWER RUNDIR -- CMD...
+# MODE "direct": ROOTDIR is used as is (root being built);
+# MODE "overlay": ROOTDIR becomes an overlay of LOWER with RUNDIR/upper on top.
+# Runs as PID 1 of a new PID namespace in a private mount namespace.
+
+INNER_MOUNTS=()
+
+inner_cleanup()
+{
+	local rc=$? i mp
+	trap - EXIT INT TERM ERR
+	for ((i = ${#INNER_MOUNTS[@]} - 1; i >= 0; i--)); do
+		mp=${INNER_MOUNTS[$i]}
+		if findmnt -rn --mountpoint "$mp" >/dev/null 2>&1; then
+			umount "$mp" 2>/dev/null || umount -l "$mp" || log "warning: could not unmount $mp"
+		fi
+	done
+	for mp in "${INNER_MOUNTS[@]}"; do
+		if findmnt -rn --mountpoint "$mp" >/dev/null 2>&1; then
+			log "error: $mp still mounted"
+			rc=3
+		fi
+	done
+	exit $rc
+}
+
+inner_mount()
+{
+	local mp=${*: -1}
+	mount "$@"
+	INNER_MOUNTS+=("$mp")
+}
+
+inner_main()
+{
+	local mode=$1 root=$2 lower=$3 run=$4
+	shift 4
+	[ "$1" = "--" ] && shift
+	trap inner_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	# belt and braces: nothing mounted here may propagate to the host
+	mount --make-rprivate /
+
+	if [ "$mode" = overlay ]; then
+		mkdir -p "$run/upper" "$run/work" "$root"
+		inner_mount -t overlay overlay \
+			-o "lowerdir=$lower,upperdir=$run/upper,workdir=$run/work" "$root"
+	fi
+	inner_mount -t proc proc "$root/proc"
+	inner_mount --bind /dev "$root/dev"
+	inner_mount -t tmpfs -o mode=1777,size=1g tmpfs "$root/dev/shm"
+	if [ -f /etc/resolv.conf ]; then
+		cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+	fi
+
+	chroot "$root" /usr/bin/env -i \
+		PATH="${TS_INNER_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}" \
+		HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb \
+		DEBIAN_FRONTEND=noninteractive CI="${CI:-}" TS_IN_MAJORS_ROOT=1 \
+		"$@"
+}
+
+# Run CMD inside ROOT in fresh namespaces.  --kill-child makes the whole
+# namespace (and so every mount and process in it) die with unshare.
+in_namespace()
+{
+	unshare --mount --pid --fork --kill-child --propagation private \
+		-- bash "$SELF" __inner "$@"
+}
+
+# ---------------------------------------------------------------------------
+# prepare
+
+configure_root()
+{
+	local m=$1 root=$2 suite=$3 mirror=$4
+	cat >"$root/etc/apt/sources.list" <<EOF
+deb $mirror $suite main
+EOF
+	if [ "$m" = 19 ]; then
+		# 19 is only in experimental; take just PostgreSQL from there
+		echo "deb $mirror experimental main" >>"$root/etc/apt/sources.list"
+		cat >"$root/etc/apt/preferences.d/pg19" <<EOF
+Package: postgresql-19 postgresql-server-dev-19 postgresql-client-19 libpq5 libpq-dev postgresql-common postgresql-client-common postgresql-common-dev
+Pin: release a=experimental
+Pin-Priority: 500
+EOF
+	fi
+	# a frozen mirror's Release files may be past their Valid-Until
+	cat >"$root/etc/apt/apt.conf.d/90timing-source" <<EOF
+Acquire::Check-Valid-Until "false";
+APT::Install-Recommends "false";
+APT::Install-Suggests "false";
+Dpkg::Use-Pty "false";
+EOF
+	# no documentation, manual pages or translations: smaller, faster
+	cat >"$root/etc/dpkg/dpkg.cfg.d/90timing-source" <<EOF
+path-exclude=/usr/share/doc/*
+path-exclude=/usr/share/man/*
+path-exclude=/usr/share/info/*
+path-exclude=/usr/share/locale/*
+EOF
+	# never start services inside the root, never create a default cluster
+	printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
+	chmod 755 "$root/usr/sbin/policy-rc.d"
+	mkdir -p "$root/etc/postgresql-common"
+	echo "create_main_cluster = false" >"$root/etc/postgresql-common/createcluster.conf"
+}
+
+prepare_one()
+{
+	local m=$1 suite mirror root tmp script t0 t1 t2 lockfd
+	suite=$(major_suite "$m")
+	mirror=$(detect_mirror)
+	root=$(root_dir "$m")
+	mkdir -p "$CACHE/roots" "$CACHE/locks"
+	exec {lockfd}>"$CACHE/locks/pg$m.lock"
+	flock "$lockfd"
+
+	if root_ok "$m" "$root"; then
+		log "PostgreSQL $m: reusing cached root $root"
+		exec {lockfd}>&-
+		return 0
+	fi
+	[ -d "$root" ] && log "PostgreSQL $m: cached root $root is incomplete or broken, rebuilding"
+
+	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+	tmp="$root.tmp"
+	rm -rf "$root" "$tmp"
+
+	# older debootstrap releases do not know newer suite names; sid's
+	# script serves every current suite
+	script=/usr/share/debootstrap/scripts/$suite
+	[ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
+
+	log "PostgreSQL $m: debootstrap --variant=minbase $suite from $mirror"
+	t0=$(now)
+	if ! debootstrap --variant=minbase "$suite" "$tmp" "$mirror" "$script" >"$CACHE/roots/pg$m.debootstrap.log" 2>&1; then
+		tail -n 30 "$CACHE/roots/pg$m.debootstrap.log" >&2
+		rm -rf "$tmp"
+		die "PostgreSQL $m: debootstrap failed (log: $CACHE/roots/pg$m.debootstrap.log)"
+	fi
+	t1=$(now)
+	log "PostgreSQL $m: debootstrap took $((t1 - t0)) s"
+
+	configure_root "$m" "$tmp" "$suite" "$mirror"
+	# shellcheck disable=SC2046
+	if ! in_namespace direct "$tmp" - - -- /bin/sh -c \
+		"apt-get -q update && apt-get -q -y install $(major_packages "$m") && apt-get clean" \
+		>"$CACHE/roots/pg$m.install.log" 2>&1; then
+		tail -n 30 "$CACHE/roots/pg$m.install.log" >&2
+		rm -rf "$tmp"
+		die "PostgreSQL $m: package installation failed (log: $CACHE/roots/pg$m.install.log)"
+	fi
+	rm -rf "$tmp/var/lib/apt/lists/"*_Packages "$tmp/var/lib/apt/lists/"*_Translation-* 2>/dev/null || true
+	t2=$(now)
+	log "PostgreSQL $m: package installation took $((t2 - t1)) s"
+
+	root_key "$m" >"$tmp/.timing_source-root"
+	mv "$tmp" "$root"
+	root_ok "$m" "$root" || die "PostgreSQL $m: freshly built root fails its checks"
+
+	# drop roots of this major built with another key (old package list etc.)
+	for old in "$CACHE/roots/pg$m-"*; do
+		[ -d "$old" ] && [ "$old" != "$root" ] && rm -rf "$old"
+	done
+	log "PostgreSQL $m: root ready at $root ($(du -sh "$root" | cut -f1)), $((t2 - t0)) s"
+	exec {lockfd}>&-
+}
+
+# ---------------------------------------------------------------------------
+# test / run
+
+RUNDIR=
+
+outer_cleanup()
+{
+	local rc=$? mp
+	trap - EXIT INT TERM
+	if [ -n "$RUNDIR" ] && [ -d "$RUNDIR" ]; then
+		# the mounts lived in the run's own namespace; make sure none
+		# leaked into ours
+		while read -r mp; do
+			[ -n "$mp" ] || continue
+			log "warning: $mp still mounted, unmounting"
+			umount -l "$mp" || true
+			rc=3
+		done < <(findmnt -rn -o TARGET | awk -v d="$RUNDIR" 'index($0, d) == 1' | sort -r)
+		rm -rf "$RUNDIR"
+	fi
+	exit $rc
+}
+
+# copy of the source tree: tracked files plus untracked files that are not
+# ignored, as they are in the working tree now
+make_source_tar()
+{
+	local out=$1
+	(cd "$TOP" && git ls-files -co --exclude-standard -z |
+		while IFS= read -r -d '' f; do
+			[ -e "$f" ] && printf '%s\0' "$f"
+		done | tar --null -T - -cf "$out")
+}
+
+# run_in_copy MAJOR LOGFILE CMD...: fresh overlay of the cached root with the
+# source tree at /build/timing_source; CMD runs there as root.
+run_in_copy()
+{
+	local m=$1 logfile=$2 root lockfd rc
+	shift 2
+	root=$(root_dir "$m")
+	RUNDIR=$(mktemp -d /var/tmp/timing_source-majors.XXXXXX)
+	trap outer_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	make_source_tar "$RUNDIR/src.tar"
+	mkdir -p "$RUNDIR/upper/build/timing_source"
+	tar -xf "$RUNDIR/src.tar" -C "$RUNDIR/upper/build/timing_source"
+	rm -f "$RUNDIR/src.tar"
+
+	exec {lockfd}<"$CACHE/locks/pg$m.lock"
+	flock -s "$lockfd"
+	set +e
+	TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		timeout --signal=TERM --kill-after=30 "$TEST_TIMEOUT" \
+		unshare --mount --pid --fork --kill-child --propagation private \
+		-- bash "$SELF" __inner overlay "$RUNDIR/root" "$root" "$RUNDIR" -- \
+		/bin/sh -c 'cd /build/timing_source && exec "$@"' sh "$@" 2>&1 | tee "$logfile"
+	rc=${PIPESTATUS[0]}
+	set -e
+	exec {lockfd}>&-
+	return "$rc"
+}
+
+test_one()
+{
+	local m=$1 logfile t0 t1 rc summary verdict pgver
+	prepare_one "$m"
+	logfile=$(mktemp /tmp/timing_source-majors-pg$m.XXXXXX.log)
+	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version)
+	log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
+	t0=$(now)
+	set +e
+	# shellcheck disable=SC2086
+	(run_in_copy "$m" "$logfile" bash scripts/test.sh $TEST_ARGS)
+	rc=$?
+	set -e
+	t1=$(now)
+	summary=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$logfile" | tail -n1 || true)
+	rm -f "$logfile"
+	if [ "$rc" -eq 0 ] && [ -n "$summary" ]; then
+		verdict=PASS
+	else
+		verdict=FAIL
+		[ -n "$summary" ] || summary="no summary line"
+		[ "$rc" -eq 124 ] && summary="$summary; timed out after $TEST_TIMEOUT s"
+	fi
+	RESULTS+=("PostgreSQL $m ($pgver, Debian $(major_suite "$m")): $verdict ($summary; exit $rc) in $((t1 - t0)) s")
+	[ "$verdict" = PASS ]
+}
+
+# ---------------------------------------------------------------------------
+
+usage()
+{
+	sed -n '3,20p' "$SELF" | sed 's/^# \{0,1\}//'
+	exit 2
+}
+
+[ $# -ge 1 ] || usage
+cmd=$1
+shift
+
+if [ "$cmd" = __inner ]; then
+	inner_main "$@"
+	exit $?
+fi
+
+[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mounts)"
+
+case "$cmd" in
+	prepare)
+		[ $# -ge 1 ] || usage
+		for m in "$@"; do
+			prepare_one "$m"
+		done
+		;;
+	test)
+		[ $# -ge 1 ] || usage
+		RESULTS=()
+		passed=()
+		failed=()
+		for m in "$@"; do
+			major_suite "$m" >/dev/null
+			if test_one "$m"; then passed+=("$m"); else failed+=("$m"); fi
+		done
+		for r in "${RESULTS[@]}"; do
+			echo "majors: $r"
+		done
+		echo "majors: passed: ${passed[*]:-none}; failed: ${failed[*]:-none}"
+		[ ${#failed[@]} -eq 0 ]
+		;;
+	run)
+		[ $# -ge 2 ] || usage
+		m=$1
+		shift
+		prepare_one "$m"
+		logfile=$(mktemp /tmp/timing_source-majors-run.XXXXXX.log)
+		set +e
+		(run_in_copy "$m" "$logfile" "$@")
+		rc=$?
+		rm -f "$logfile"
+		exit $rc
+		;;
+	clean)
+		if [ $# -eq 0 ]; then
+			rm -rf "$CACHE/roots"
+		else
+			for m in "$@"; do
+				rm -rf "$CACHE/roots/pg$m-"*
+			done
+		fi
+		;;
+	list)
+		for m in 17 18 19; do
+			echo "$m $(major_suite "$m"): $(major_packages "$m")"
+		done
+		;;
+	*)
+		usage
+		;;
+esac
