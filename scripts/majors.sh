@@ -76,7 +76,12 @@ major_packages()
 	p="$p libipc-run-perl libtap-parser-sourcehandler-pgtap-perl"
 	# pgTAP is not packaged for 19 (experimental) yet
 	[ "$m" != 19 ] && p="$p postgresql-$m-pgtap"
-	echo "$p"
+	# whatever else the test harness needs inside the root, one per line,
+	# "@MAJOR@" standing for the major
+	if [ -f "$TOP/scripts/chroot/packages" ]; then
+		p="$p $(sed -e 's/#.*//' -e "s/@MAJOR@/$m/g" "$TOP/scripts/chroot/packages" | tr -s ' \n' '  ')"
+	fi
+	echo $p
 }
 
 # The Debian mirror apt uses on this host (first "debian" URI that is not
@@ -332,10 +337,16 @@ outer_cleanup()
 make_source_tar()
 {
 	local out=$1
-	(cd "$TOP" && git ls-files -co --exclude-standard -z |
-		while IFS= read -r -d '' f; do
-			[ -e "$f" ] && printf '%s\0' "$f"
-		done | tar --null -T - -cf "$out")
+	if git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		(cd "$TOP" && git ls-files -co --exclude-standard -z |
+			while IFS= read -r -d '' f; do
+				[ -e "$f" ] && printf '%s\0' "$f"
+			done | tar --null -T - -cf "$out")
+	else
+		# not a git checkout: everything but build products
+		(cd "$TOP" && tar --exclude=.git --exclude='*.o' --exclude='*.so' \
+			--exclude='*.bc' --exclude=results --exclude=tmp_check -cf "$out" .)
+	fi
 }
 
 # run_in_copy MAJOR LOGFILE CMD...: fresh overlay of the cached root with the
@@ -414,6 +425,7 @@ if [ "$cmd" = __inner ]; then
 fi
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mounts)"
+[ -z "${TS_IN_MAJORS_ROOT:-}" ] || die "already inside a majors root; refusing to nest"
 
 case "$cmd" in
 	prepare)
