@@ -313,23 +313,53 @@ prepare_one()
 # test / run
 
 RUNDIR=
+CHILD=
+TAILPID=
 
-outer_cleanup()
+# Remove this run's directory, after checking that none of the run's mounts
+# (which lived in the run's own namespace) leaked into ours.
+cleanup_rundir()
 {
-	local rc=$? mp
-	trap - EXIT INT TERM
-	if [ -n "$RUNDIR" ] && [ -d "$RUNDIR" ]; then
-		# the mounts lived in the run's own namespace; make sure none
-		# leaked into ours
-		while read -r mp; do
-			[ -n "$mp" ] || continue
-			log "warning: $mp still mounted, unmounting"
-			umount -l "$mp" || true
-			rc=3
-		done < <(findmnt -rn -o TARGET | awk -v d="$RUNDIR" 'index($0, d) == 1' | sort -r)
-		rm -rf "$RUNDIR"
+	local mp leaked=0
+	[ -n "$RUNDIR" ] && [ -d "$RUNDIR" ] || return 0
+	while read -r mp; do
+		[ -n "$mp" ] || continue
+		log "warning: $mp still mounted, unmounting"
+		umount -l "$mp" || true
+		leaked=1
+	done < <(findmnt -rn -o TARGET | awk -v d="$RUNDIR/" 'index($0 "/", d) == 1' | sort -r)
+	rm -rf "$RUNDIR"
+	RUNDIR=
+	return $leaked
+}
+
+outer_exit()
+{
+	local rc=$?
+	trap - EXIT INT TERM HUP
+	if [ -n "$CHILD" ]; then
+		kill -TERM "$CHILD" 2>/dev/null || true
+		wait "$CHILD" 2>/dev/null || true
 	fi
+	[ -n "$TAILPID" ] && kill "$TAILPID" 2>/dev/null || true
+	cleanup_rundir || rc=3
 	exit $rc
+}
+
+# Runs whose script was killed outright (SIGKILL) leave their directory;
+# remove those whose processes are all gone.
+sweep_stale_runs()
+{
+	local d p alive
+	for d in /var/tmp/timing_source-majors.*; do
+		[ -d "$d" ] || continue
+		alive=0
+		for p in $(cat "$d/pids" 2>/dev/null); do
+			kill -0 "$p" 2>/dev/null && alive=1
+		done
+		[ $alive -eq 0 ] && ! findmnt -rn -o TARGET | grep -q "^$d/" && rm -rf "$d"
+	done
+	return 0
 }
 
 # copy of the source tree: tracked files plus untracked files that are not
@@ -356,27 +386,36 @@ run_in_copy()
 	local m=$1 logfile=$2 root lockfd rc
 	shift 2
 	root=$(root_dir "$m")
+	sweep_stale_runs
 	RUNDIR=$(mktemp -d /var/tmp/timing_source-majors.XXXXXX)
-	trap outer_cleanup EXIT
-	trap 'exit 130' INT
-	trap 'exit 143' TERM
+	echo $$ >"$RUNDIR/pids"
 
 	make_source_tar "$RUNDIR/src.tar"
 	mkdir -p "$RUNDIR/upper/build/timing_source"
 	tar -xf "$RUNDIR/src.tar" -C "$RUNDIR/upper/build/timing_source"
 	rm -f "$RUNDIR/src.tar"
+	: >"$logfile"
 
 	exec {lockfd}<"$CACHE/locks/pg$m.lock"
 	flock -s "$lockfd"
-	set +e
+	# in the background, so that a signal interrupts the wait below
 	TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		timeout --signal=TERM --kill-after=30 "$TEST_TIMEOUT" \
 		unshare --mount --pid --fork --kill-child --propagation private \
 		-- bash "$SELF" __inner overlay "$RUNDIR/root" "$root" "$RUNDIR" -- \
-		/bin/sh -c 'cd /build/timing_source && exec "$@"' sh "$@" 2>&1 | tee "$logfile"
-	rc=${PIPESTATUS[0]}
-	set -e
+		/bin/sh -c 'cd /build/timing_source && exec "$@"' sh "$@" \
+		>"$logfile" 2>&1 </dev/null &
+	CHILD=$!
+	echo "$CHILD" >>"$RUNDIR/pids"
+	tail -n +1 -f --pid="$CHILD" "$logfile" &
+	TAILPID=$!
+	rc=0
+	wait "$CHILD" || rc=$?
+	CHILD=
+	wait "$TAILPID" || true
+	TAILPID=
 	exec {lockfd}>&-
+	cleanup_rundir || rc=3
 	return "$rc"
 }
 
@@ -388,11 +427,9 @@ test_one()
 	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version)
 	log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
 	t0=$(now)
-	set +e
+	rc=0
 	# shellcheck disable=SC2086
-	(run_in_copy "$m" "$logfile" bash scripts/test.sh $TEST_ARGS)
-	rc=$?
-	set -e
+	run_in_copy "$m" "$logfile" bash scripts/test.sh $TEST_ARGS || rc=$?
 	t1=$(now)
 	summary=$(grep -E '^([A-Za-z]+: )?[0-9]+ passed, [0-9]+ failed' "$logfile" | tail -n1 || true)
 	rm -f "$logfile"
@@ -423,6 +460,13 @@ if [ "$cmd" = __inner ]; then
 	inner_main "$@"
 	exit $?
 fi
+
+# a signal stops the run: timeout passes it on to unshare, whose death
+# kills the run's whole PID namespace (--kill-child)
+trap outer_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 [ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mounts)"
 [ -z "${TS_IN_MAJORS_ROOT:-}" ] || die "already inside a majors root; refusing to nest"
@@ -455,9 +499,8 @@ case "$cmd" in
 		shift
 		prepare_one "$m"
 		logfile=$(mktemp /tmp/timing_source-majors-run.XXXXXX.log)
-		set +e
-		(run_in_copy "$m" "$logfile" "$@")
-		rc=$?
+		rc=0
+		run_in_copy "$m" "$logfile" "$@" || rc=$?
 		rm -f "$logfile"
 		exit $rc
 		;;
