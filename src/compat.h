@@ -17,6 +17,14 @@
 #endif
 
 /*
+ * heap_form_tuple() is declared in access/htup_details.h.  Before 19 the
+ * executor headers that funcapi.h pulls in included it, so code building
+ * result rows got it for free; 19 trimmed those includes, so it has to be
+ * included explicitly.  Including it on every major is harmless.
+ */
+#include "access/htup_details.h"
+
+/*
  * PostgreSQL 19 ships timing_clock_source and TSC timing in core; the
  * extension then registers neither the setting nor the executor hook.
  */
