@@ -34,6 +34,11 @@
 #define TS_CORE_OWNS_SETTING false
 #endif
 
+/* pg_attribute_always_inline was renamed pg_always_inline in 20devel */
+#if !defined(pg_attribute_always_inline) && defined(pg_always_inline)
+#define pg_attribute_always_inline pg_always_inline
+#endif
+
 /* pg_attribute_noreturn() was replaced by pg_noreturn in 18 */
 #ifndef pg_attribute_noreturn
 #define pg_attribute_noreturn() __attribute__((noreturn))
