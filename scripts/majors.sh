@@ -25,6 +25,10 @@
 # Host requirements (Debian 12): debootstrap, debian-archive-keyring, wget,
 # gpgv, util-linux (unshare, findmnt, flock), tar, git.
 #
+# With TS_MAJORS_RESULTS=FILE, test appends one line per major to FILE:
+#     MAJOR<TAB>PASS|FAIL<TAB>passed<TAB>failed<TAB>seconds
+# (passed/failed empty when the run printed no summary line).
+#
 # Inside the root the project's own entry point runs:
 #     bash scripts/test.sh $TS_MAJORS_TEST_ARGS      (default: --local)
 # with the major's bindir first in PATH, and its "N passed, N failed" line is
@@ -181,6 +185,9 @@ inner_main()
 
 	# belt and braces: nothing mounted here may propagate to the host
 	mount --make-rprivate /
+	if [ -n "${TS_INNER_NETNS:-}" ]; then
+		ip link set lo up
+	fi
 
 	if [ "$mode" = overlay ]; then
 		mkdir -p "$run/upper" "$run/work" "$root"
@@ -383,7 +390,7 @@ make_source_tar()
 # source tree at /build/timing_source; CMD runs there as root.
 run_in_copy()
 {
-	local m=$1 logfile=$2 root lockfd rc
+	local m=$1 logfile=$2 root lockfd rc netns
 	shift 2
 	root=$(root_dir "$m")
 	sweep_stale_runs
@@ -398,10 +405,17 @@ run_in_copy()
 
 	exec {lockfd}<"$CACHE/locks/pg$m.lock"
 	flock -s "$lockfd"
+	# Own network namespace (loopback only) where iproute2 is there to bring
+	# its loopback up: the root's servers then cannot collide with ports in
+	# use on the host, and the tests cannot reach out.
+	netns=
+	if command -v ip >/dev/null 2>&1; then
+		netns=--net
+	fi
 	# in the background, so that a signal interrupts the wait below
-	TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+	TS_INNER_NETNS=${netns:+1} TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		timeout --signal=TERM --kill-after=30 "$TEST_TIMEOUT" \
-		unshare --mount --pid --fork --kill-child --propagation private \
+		unshare --mount --pid --fork --kill-child --propagation private $netns \
 		-- bash "$SELF" __inner overlay "$RUNDIR/root" "$root" "$RUNDIR" -- \
 		/bin/sh -c 'cd /build/timing_source && exec "$@"' sh "$@" \
 		>"$logfile" 2>&1 </dev/null &
@@ -439,6 +453,13 @@ test_one()
 		verdict=FAIL
 		[ -n "$summary" ] || summary="no summary line"
 		[ "$rc" -eq 124 ] && summary="$summary; timed out after $TEST_TIMEOUT s"
+	fi
+	if [ -n "${TS_MAJORS_RESULTS:-}" ]; then
+		# machine-readable: major verdict passed failed seconds
+		printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$verdict" \
+			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) passed.*/\1/p')" \
+			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) failed.*/\1/p')" \
+			"$((t1 - t0))" >>"$TS_MAJORS_RESULTS"
 	fi
 	RESULTS+=("PostgreSQL $m ($pgver, Debian $(major_suite "$m")): $verdict ($summary; exit $rc) in $((t1 - t0)) s")
 	[ "$verdict" = PASS ]
