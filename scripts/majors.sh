@@ -18,9 +18,11 @@
 # one directory per major, suite, mirror and package list; a root missing its
 # stamp or whose packages are not all installed is rebuilt.  A test run never
 # writes to the cached root: it runs on an overlay (cached root below, a
-# throw-away directory above) inside private mount and PID namespaces, so
-# every mount and every process of the run ends with it; the mounts are also
-# unmounted explicitly, and checked with findmnt afterwards.
+# throw-away directory above) inside private mount, PID and network
+# namespaces, with /proc, /dev (bind), a tmpfs /dev/shm and /sys (read-only
+# bind) mounted, so every mount and every process of the run ends with it;
+# the mounts are also unmounted explicitly, and checked with findmnt
+# afterwards.
 #
 # Host requirements (Debian 12): debootstrap, debian-archive-keyring, wget,
 # gpgv, util-linux (unshare, findmnt, flock), tar, git.
@@ -197,6 +199,9 @@ inner_main()
 	inner_mount -t proc proc "$root/proc"
 	inner_mount --bind /dev "$root/dev"
 	inner_mount -t tmpfs -o mode=1777,size=1g tmpfs "$root/dev/shm"
+	# read-only /sys: the clock code reads the kernel's current_clocksource
+	inner_mount --bind /sys "$root/sys"
+	mount -o remount,bind,ro "$root/sys"
 	if [ -f /etc/resolv.conf ]; then
 		cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 	fi
