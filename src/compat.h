@@ -34,6 +34,43 @@
 #define TS_CORE_OWNS_SETTING false
 #endif
 
+/*
+ * ts_core_uses_tsc(): whether core times executor nodes with the TSC in
+ * this session right now (19+: core's timing_clock_source after resolving
+ * "auto").  Core's GUC value as a string cannot tell, since
+ * GetConfigOption() returns "auto" and only SHOW adds "(tsc)".
+ * ts_core_tsc_khz(): core's TSC frequency in kHz (19+; 0 when core found
+ * the TSC unusable, -1 before core initialized timing, and -1 always on
+ * earlier majors).
+ */
+#if PG_VERSION_NUM >= 190000
+#include "portability/instr_time.h"
+
+static inline bool
+ts_core_uses_tsc(void)
+{
+	return pg_current_timing_clock_source() != TIMING_CLOCK_SOURCE_SYSTEM;
+}
+
+static inline int64
+ts_core_tsc_khz(void)
+{
+	return (int64) timing_tsc_frequency_khz;
+}
+#else
+static inline bool
+ts_core_uses_tsc(void)
+{
+	return false;
+}
+
+static inline int64
+ts_core_tsc_khz(void)
+{
+	return -1;
+}
+#endif
+
 /* pg_attribute_always_inline was renamed pg_always_inline in 20devel */
 #if !defined(pg_attribute_always_inline) && defined(pg_always_inline)
 #define pg_attribute_always_inline pg_always_inline

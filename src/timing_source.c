@@ -93,6 +93,10 @@ ts_session_setting(void)
 bool
 ts_session_uses_tsc(void)
 {
+	/* on 19+ core decides, and says so without string matching */
+	if (ts_core_owns_setting)
+		return ts_core_uses_tsc();
+
 	switch (ts_session_setting())
 	{
 		case TS_CLOCK_SYSTEM:
@@ -101,12 +105,6 @@ ts_session_uses_tsc(void)
 			ts_ensure_detected();
 			return tsclock_info.usable;
 		default:
-			if (ts_core_owns_setting)
-			{
-				const char *val = GetConfigOption("timing_clock_source", true, false);
-
-				return val != NULL && strstr(val, "tsc") != NULL;
-			}
 			ts_ensure_detected();
 			return tsclock_info.auto_ok;
 	}
