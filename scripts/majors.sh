@@ -24,8 +24,10 @@
 # the mounts are also unmounted explicitly, and checked with findmnt
 # afterwards.
 #
-# Host requirements (Debian 12): debootstrap, debian-archive-keyring, wget,
-# gpgv, util-linux (unshare, findmnt, flock), tar, git.
+# Host requirements (Debian 12): debootstrap (pulls in wget),
+# debian-archive-keyring, gpgv, util-linux (unshare, findmnt, flock), tar,
+# git; iproute2 for the loopback-only network namespace (without it runs
+# share the host's network).
 #
 # Where overlayfs cannot be mounted (e.g. /var/tmp on overlayfs itself) the
 # run copies the root instead (about 10 s more); TS_MAJORS_NO_OVERLAY=1
@@ -488,7 +490,7 @@ test_one()
 
 usage()
 {
-	sed -n '3,20p' "$SELF" | sed 's/^# \{0,1\}//'
+	sed -n '3,/^set -Eeuo/p' "$SELF" | sed -e '$d' -e 's/^# \{0,1\}//'
 	exit 2
 }
 
