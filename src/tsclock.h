@@ -18,6 +18,7 @@
 #define TSCLOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -107,17 +108,60 @@ typedef struct TsClockInfo
 	uint64_t	mult;
 } TsClockInfo;
 
+/*
+ * Raw CPUID values the decision is made from (filled by
+ * tsclock_probe_cpuid; unit tests fill it by hand).
+ */
+typedef struct TsCpuidRaw
+{
+	uint32_t	max_leaf;		/* EAX of leaf 0 */
+	bool		rdtscp;
+	bool		invariant;
+	bool		tsc_adjust;
+	bool		hypervisor;
+	uint32_t	hv_max_leaf;	/* EAX of leaf 0x40000000 */
+	char		hv_signature[12];	/* EBX:ECX:EDX of leaf 0x40000000 */
+	uint32_t	hv_10_eax;		/* leaf 0x40000010 EAX: TSC kHz */
+	uint32_t	l15_eax;		/* leaf 0x15: ratio denominator */
+	uint32_t	l15_ebx;		/* leaf 0x15: ratio numerator */
+	uint32_t	l15_ecx;		/* leaf 0x15: crystal Hz */
+	uint32_t	l16_eax;		/* leaf 0x16: base MHz */
+} TsCpuidRaw;
+
 /* The process-wide result, valid once tsclock_detect() has run. */
 extern TsClockInfo tsclock_info;
 
 /*
  * Probe the CPU, determine the frequency, calibrate, decide usability.
  * Idempotent: does the work only on the first call in a process.
+ * Honours TIMING_SOURCE_DISABLE_TSC, see tsclock_apply_env().
  */
 extern void tsclock_detect(void);
 
-/* Same as tsclock_detect() but always re-runs (tests) */
+/* Honour TIMING_SOURCE_DISABLE_TSC (done by tsclock_detect) */
+extern void tsclock_apply_env(TsClockInfo *info);
+
+/* Same as tsclock_detect() but always re-runs, ignoring the environment */
 extern void tsclock_detect_into(TsClockInfo *info);
+
+/*
+ * Derive frequency, source, cross-check, usability and multiplier from a
+ * probe (NULL: TSC compiled out), a calibration and the OS clocksource.
+ */
+extern void tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
+						   const TsCalibration *cal,
+						   const char *os_clocksource);
+
+/* Frequency CPUID claims (kHz, 0 if none); *what names the leaf */
+extern uint64_t tsclock_cpuid_khz(const TsCpuidRaw *raw, const char **what);
+
+/* Short name of a hypervisor from its 12-byte signature */
+extern void tsclock_hypervisor_name(const char *sig12, char *out, size_t len);
+
+#ifdef TSCLOCK_HAVE_TSC
+/* Read the CPUID leaves we need */
+extern void tsclock_probe_cpuid(TsCpuidRaw *raw);
+#endif
 
 /* One calibration run (x86-64 only; returns not converged elsewhere) */
 extern void tsclock_calibrate(TsCalibration *cal);

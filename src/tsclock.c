@@ -1,0 +1,525 @@
+/*-------------------------------------------------------------------------
+ *
+ * tsclock.c
+ *	  CPU feature probe, TSC frequency detection and calibration.
+ *
+ * Order of trust for the TSC frequency:
+ *
+ *	 - inside a hypervisor, only the hypervisor's timing leaf 0x40000010
+ *	   (kHz in EAX), and only for KVM and VMware, which define it, and only
+ *	   when the hypervisor's maximum leaf reaches it.  Leaves 0x15/0x16 are
+ *	   never used inside a virtual machine: hypervisors pass them through
+ *	   or fill them in ways known to be wildly wrong;
+ *	 - on bare metal, leaf 0x15 (crystal clock and TSC/crystal ratio), then
+ *	   leaf 0x16 (processor base frequency in MHz);
+ *	 - otherwise calibration against CLOCK_MONOTONIC.
+ *
+ * A CPUID frequency is always cross-checked against one calibration run;
+ * when they disagree by more than TSCLOCK_CROSSCHECK_PCT the TSC is not
+ * used at all, because a wrong frequency silently scales every timing.
+ *
+ * Calibration brackets each system clock read between two RDTSCP reads
+ * and keeps, at both ends of the measured interval, the tightest bracket
+ * seen.  The frequency is the tick difference of the bracket midpoints
+ * over the system clock difference; the half-widths of the two brackets
+ * bound the error, so the run stops as soon as that bound is below
+ * TSCLOCK_CAL_TARGET_PPM (typically after a few milliseconds), or after
+ * TSCLOCK_CAL_MAX_NS in any case.  A preempted read only produces a wide
+ * bracket, which is never the tightest, so it cannot skew the result.
+ *
+ * No PostgreSQL headers here: see tsclock.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "tsclock.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef TSCLOCK_HAVE_TSC
+#include <cpuid.h>
+#endif
+
+TsClockInfo tsclock_info;
+
+/* Known hypervisor signatures (CPUID 0x40000000 EBX:ECX:EDX) */
+static const struct
+{
+	const char *signature;
+	const char *name;
+}			hv_names[] =
+{
+	{"KVMKVMKVM", "kvm"},
+	{"VMwareVMware", "vmware"},
+	{"Microsoft Hv", "hyperv"},
+	{"XenVMMXenVMM", "xen"},
+	{"TCGTCGTCGTCG", "tcg"},
+	{"VBoxVBoxVBox", "virtualbox"},
+	{"bhyve bhyve ", "bhyve"},
+	{" lrpepyh  vr", "parallels"},
+	{"ACRNACRNACRN", "acrn"},
+	{"QNXQVMBSQG", "qnx"},
+};
+
+/*
+ * Name a hypervisor from its raw 12-byte signature: a known short name, or
+ * else the signature itself with non-printable bytes dropped.
+ */
+void
+tsclock_hypervisor_name(const char *sig12, char *out, size_t len)
+{
+	char		sig[13];
+	size_t		i,
+				n = 0;
+
+	memcpy(sig, sig12, 12);
+	sig[12] = '\0';
+
+	for (i = 0; i < sizeof(hv_names) / sizeof(hv_names[0]); i++)
+	{
+		if (strcmp(sig, hv_names[i].signature) == 0)
+		{
+			snprintf(out, len, "%s", hv_names[i].name);
+			return;
+		}
+	}
+
+	for (i = 0; i < 12 && sig[i] != '\0' && n + 1 < len; i++)
+	{
+		if (sig[i] > ' ' && sig[i] < 127)
+			out[n++] = sig[i];
+	}
+	out[n] = '\0';
+	if (n == 0)
+		snprintf(out, len, "unknown");
+}
+
+uint64_t
+tsclock_mult_for_khz(uint64_t khz)
+{
+	if (khz == 0)
+		return 0;
+	/* round(10^6 * 2^30 / khz); 10^6 * 2^30 < 2^50, no overflow */
+	return ((UINT64_C(1000000) << TSCLOCK_SHIFT) + khz / 2) / khz;
+}
+
+bool
+tsclock_read_os_clocksource(char *buf, size_t len)
+{
+	FILE	   *f;
+	size_t		n;
+
+	buf[0] = '\0';
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	if (f == NULL)
+		return false;
+	if (fgets(buf, (int) len, f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	return n > 0;
+}
+
+/*
+ * Frequency claimed by CPUID, from raw register values: see the order of
+ * trust at the top of the file.  Returns kHz, or 0 when CPUID says nothing
+ * usable; *what names the leaf used.
+ */
+uint64_t
+tsclock_cpuid_khz(const TsCpuidRaw *raw, const char **what)
+{
+	*what = "";
+
+	if (raw->hypervisor)
+	{
+		char		name[32];
+
+		tsclock_hypervisor_name(raw->hv_signature, name, sizeof(name));
+		if ((strcmp(name, "kvm") == 0 || strcmp(name, "vmware") == 0) &&
+			raw->hv_max_leaf >= 0x40000010 && raw->hv_10_eax != 0)
+		{
+			*what = "cpuid 0x40000010";
+			return raw->hv_10_eax;
+		}
+		return 0;
+	}
+
+	/* Leaf 0x15: TSC = crystal * EBX / EAX, if all three are known */
+	if (raw->max_leaf >= 0x15 && raw->l15_eax != 0 && raw->l15_ebx != 0 &&
+		raw->l15_ecx != 0)
+	{
+		*what = "cpuid 0x15";
+		return ((uint64_t) raw->l15_ecx * raw->l15_ebx / raw->l15_eax) / 1000;
+	}
+
+	/* Leaf 0x16: processor base frequency in MHz */
+	if (raw->max_leaf >= 0x16 && (raw->l16_eax & 0xffff) != 0)
+	{
+		*what = "cpuid 0x16";
+		return (uint64_t) (raw->l16_eax & 0xffff) * 1000;
+	}
+
+	return 0;
+}
+
+/*
+ * Decide everything derived from the raw probe, the calibration and the
+ * operating system's clocksource: frequency in use and its source string,
+ * cross-check, usability for 'tsc' and for 'auto', and the conversion
+ * multiplier.  Pure function of its inputs, so that it can be unit tested
+ * with the values of machines we do not have.
+ */
+void
+tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
+			   const TsCalibration *cal, const char *os_clocksource)
+{
+	const char *what;
+	char		prefix[64];
+
+	memset(info, 0, sizeof(*info));
+	info->detected = true;
+	info->cal = *cal;
+	snprintf(info->os_clocksource, sizeof(info->os_clocksource), "%s",
+			 os_clocksource ? os_clocksource : "");
+
+	if (raw == NULL)
+	{
+		/* TSC code compiled out */
+		snprintf(info->freq_source, sizeof(info->freq_source), "none");
+		snprintf(info->reason, sizeof(info->reason),
+				 "This build of timing_source is not for x86-64, so only the system clock is available.");
+		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
+				 info->reason);
+		return;
+	}
+
+	info->x86_64 = true;
+	info->rdtscp = raw->rdtscp;
+	info->invariant = raw->invariant;
+	info->tsc_adjust = raw->tsc_adjust;
+	info->hypervisor = raw->hypervisor;
+	if (raw->hypervisor)
+	{
+		memcpy(info->hv_signature, raw->hv_signature, 12);
+		info->hv_signature[12] = '\0';
+		tsclock_hypervisor_name(raw->hv_signature, info->hv_name,
+								sizeof(info->hv_name));
+		info->hv_max_leaf = raw->hv_max_leaf;
+		snprintf(prefix, sizeof(prefix), "x86, hypervisor (%s), ",
+				 info->hv_name);
+	}
+	else
+		snprintf(prefix, sizeof(prefix), "x86, ");
+
+	info->cpuid_khz = tsclock_cpuid_khz(raw, &what);
+	snprintf(info->cpuid_what, sizeof(info->cpuid_what), "%s", what);
+
+	if (info->cpuid_khz != 0)
+	{
+		info->khz = info->cpuid_khz;
+		snprintf(info->freq_source, sizeof(info->freq_source), "%s%s",
+				 prefix, what);
+		if (cal->converged)
+		{
+			double		cal_khz = cal->hz / 1000.0;
+
+			info->have_ppm = true;
+			info->calibration_ppm =
+				((double) info->cpuid_khz - cal_khz) / cal_khz * 1e6;
+		}
+	}
+	else if (cal->converged)
+	{
+		info->khz = cal->khz;
+		snprintf(info->freq_source, sizeof(info->freq_source),
+				 "%scalibration", prefix);
+	}
+	else
+		snprintf(info->freq_source, sizeof(info->freq_source),
+				 "%sunknown", prefix);
+
+	/* Usability for an explicit 'tsc', most fundamental reason first */
+	if (!raw->rdtscp)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The CPU does not support the RDTSCP instruction (CPUID 0x80000001 EDX bit 27).");
+	else if (!raw->invariant)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The TSC is not invariant (CPUID 0x80000007 EDX bit 8 is clear), so its rate may change with CPU power states.");
+	else if (info->khz == 0)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The TSC frequency is not reported by CPUID and calibration against the system clock did not converge.");
+	else if (info->have_ppm &&
+			 fabs(info->calibration_ppm) > TSCLOCK_CROSSCHECK_PCT * 1e4)
+		snprintf(info->reason, sizeof(info->reason),
+				 "CPUID (%s) reports a TSC frequency of %llu kHz but calibration measured %llu kHz; they disagree by %.0f%%.",
+				 what, (unsigned long long) info->cpuid_khz,
+				 (unsigned long long) cal->khz,
+				 fabs(info->calibration_ppm) / 1e4);
+	else if (info->khz < TSCLOCK_MIN_KHZ || info->khz > TSCLOCK_MAX_KHZ)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The TSC frequency of %llu kHz is outside the plausible range of %llu to %llu kHz.",
+				 (unsigned long long) info->khz,
+				 (unsigned long long) TSCLOCK_MIN_KHZ,
+				 (unsigned long long) TSCLOCK_MAX_KHZ);
+	else
+		info->usable = true;
+
+	/* 'auto' also wants evidence that the TSC is synchronized across CPUs */
+	if (!info->usable)
+		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
+				 info->reason);
+	else if (!raw->tsc_adjust && strcmp(info->os_clocksource, "tsc") != 0)
+		snprintf(info->auto_reason, sizeof(info->auto_reason),
+				 "The CPU does not report TSC_ADJUST (CPUID 7 EBX bit 1) and the operating system's clocksource is \"%s\", not \"tsc\".",
+				 info->os_clocksource[0] ? info->os_clocksource : "unknown");
+	else
+		info->auto_ok = true;
+
+	if (info->usable)
+		info->mult = tsclock_mult_for_khz(info->khz);
+}
+
+#ifdef TSCLOCK_HAVE_TSC
+
+static void
+cpuid_leaf(uint32_t leaf, uint32_t subleaf, uint32_t r[4])
+{
+	__cpuid_count(leaf, subleaf, r[0], r[1], r[2], r[3]);
+}
+
+void
+tsclock_probe_cpuid(TsCpuidRaw *raw)
+{
+	uint32_t	r[4];
+	uint32_t	max_ext;
+
+	memset(raw, 0, sizeof(*raw));
+
+	cpuid_leaf(0, 0, r);
+	raw->max_leaf = r[0];
+
+	if (raw->max_leaf >= 1)
+	{
+		cpuid_leaf(1, 0, r);
+		raw->hypervisor = (r[2] >> 31) & 1;
+	}
+	if (raw->max_leaf >= 7)
+	{
+		cpuid_leaf(7, 0, r);
+		raw->tsc_adjust = (r[1] >> 1) & 1;
+	}
+
+	cpuid_leaf(0x80000000, 0, r);
+	max_ext = r[0];
+	if (max_ext >= 0x80000001)
+	{
+		cpuid_leaf(0x80000001, 0, r);
+		raw->rdtscp = (r[3] >> 27) & 1;
+	}
+	if (max_ext >= 0x80000007)
+	{
+		cpuid_leaf(0x80000007, 0, r);
+		raw->invariant = (r[3] >> 8) & 1;
+	}
+
+	if (raw->hypervisor)
+	{
+		cpuid_leaf(0x40000000, 0, r);
+		raw->hv_max_leaf = r[0];
+		memcpy(raw->hv_signature + 0, &r[1], 4);
+		memcpy(raw->hv_signature + 4, &r[2], 4);
+		memcpy(raw->hv_signature + 8, &r[3], 4);
+		if (raw->hv_max_leaf >= 0x40000010 && raw->hv_max_leaf < 0x40010000)
+		{
+			cpuid_leaf(0x40000010, 0, r);
+			raw->hv_10_eax = r[0];
+		}
+	}
+	else
+	{
+		if (raw->max_leaf >= 0x15)
+		{
+			cpuid_leaf(0x15, 0, r);
+			raw->l15_eax = r[0];
+			raw->l15_ebx = r[1];
+			raw->l15_ecx = r[2];
+		}
+		if (raw->max_leaf >= 0x16)
+		{
+			cpuid_leaf(0x16, 0, r);
+			raw->l16_eax = r[0];
+		}
+	}
+}
+
+/* One bracketed read of the system clock */
+typedef struct Bracket
+{
+	uint64_t	tsc;			/* midpoint of the two counter reads */
+	uint64_t	width;			/* ticks between them */
+	uint64_t	ns;				/* system clock */
+} Bracket;
+
+static inline void
+take_bracket(Bracket *b)
+{
+	uint64_t	t0,
+				t1,
+				ns;
+
+	t0 = tsclock_rdtscp();
+	_mm_lfence();				/* keep the clock read after t0 */
+	ns = tsclock_system_ns();
+	t1 = tsclock_rdtscp();
+	_mm_lfence();
+
+	b->width = t1 - t0;
+	b->tsc = t0 + b->width / 2;
+	b->ns = ns;
+}
+
+/* Tightest of n brackets */
+static void
+best_bracket(Bracket *best, int n)
+{
+	Bracket		b;
+
+	take_bracket(best);
+	while (--n > 0)
+	{
+		take_bracket(&b);
+		if (b.width < best->width)
+			*best = b;
+	}
+}
+
+void
+tsclock_calibrate(TsCalibration *cal)
+{
+	Bracket		start,
+				window;
+	uint64_t	t_begin = tsclock_system_ns();
+	uint32_t	iterations = 0;
+	double		hz = 0,
+				ppm = INFINITY;
+
+	memset(cal, 0, sizeof(*cal));
+
+	best_bracket(&start, 16);
+	iterations += 16;
+
+	/*
+	 * Take brackets in windows of 64; after each window, estimate from the
+	 * tightest bracket of that window and stop once the error bound is good
+	 * enough, or the time is up.
+	 */
+	for (;;)
+	{
+		best_bracket(&window, 64);
+		iterations += 64;
+
+		if (window.ns > start.ns && window.tsc > start.tsc)
+		{
+			double		dticks = (double) (window.tsc - start.tsc);
+			double		dns = (double) (window.ns - start.ns);
+
+			hz = dticks * 1e9 / dns;
+
+			/*
+			 * Error bound: each midpoint is within half its bracket of the
+			 * true counter value at the clock read, and each clock read has
+			 * 1 ns resolution.
+			 */
+			ppm = ((double) (start.width + window.width) / 2.0 / dticks +
+				   2.0 / dns) * 1e6;
+			if (ppm <= TSCLOCK_CAL_TARGET_PPM)
+				break;
+		}
+
+		if (tsclock_system_ns() - t_begin >= TSCLOCK_CAL_MAX_NS)
+			break;
+	}
+
+	cal->iterations = iterations;
+	cal->elapsed_ns = tsclock_system_ns() - t_begin;
+	cal->hz = hz;
+	cal->uncertainty_ppm = ppm;
+	if (hz >= (double) TSCLOCK_MIN_KHZ * 1000.0 &&
+		hz <= (double) TSCLOCK_MAX_KHZ * 1000.0)
+	{
+		cal->khz = (uint64_t) llround(hz / 1000.0);
+		cal->converged = (ppm <= TSCLOCK_CAL_ACCEPT_PPM);
+	}
+}
+
+void
+tsclock_detect_into(TsClockInfo *info)
+{
+	TsCpuidRaw	raw;
+	TsCalibration cal;
+	char		clocksource[64];
+
+	tsclock_probe_cpuid(&raw);
+	if (raw.rdtscp)
+		tsclock_calibrate(&cal);
+	else
+		memset(&cal, 0, sizeof(cal));
+	tsclock_read_os_clocksource(clocksource, sizeof(clocksource));
+	tsclock_decide(info, &raw, &cal, clocksource);
+}
+
+#else							/* !TSCLOCK_HAVE_TSC */
+
+void
+tsclock_calibrate(TsCalibration *cal)
+{
+	memset(cal, 0, sizeof(*cal));
+}
+
+void
+tsclock_detect_into(TsClockInfo *info)
+{
+	TsCalibration cal;
+	char		clocksource[64];
+
+	memset(&cal, 0, sizeof(cal));
+	tsclock_read_os_clocksource(clocksource, sizeof(clocksource));
+	tsclock_decide(info, NULL, &cal, clocksource);
+}
+
+#endif							/* TSCLOCK_HAVE_TSC */
+
+/*
+ * Administrator's switch: TIMING_SOURCE_DISABLE_TSC set to a non-empty
+ * value in the server's environment makes the TSC unusable (everything
+ * else is still detected and reported).  For a machine whose TSC is known
+ * to misbehave in ways CPUID cannot tell, and for testing the fallback.
+ */
+void
+tsclock_apply_env(TsClockInfo *info)
+{
+	const char *v = getenv("TIMING_SOURCE_DISABLE_TSC");
+
+	if (v == NULL || v[0] == '\0' || !info->usable)
+		return;
+	info->usable = info->auto_ok = false;
+	info->mult = 0;
+	snprintf(info->reason, sizeof(info->reason),
+			 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
+	snprintf(info->auto_reason, sizeof(info->auto_reason), "%s", info->reason);
+}
+
+void
+tsclock_detect(void)
+{
+	if (!tsclock_info.detected)
+	{
+		tsclock_detect_into(&tsclock_info);
+		tsclock_apply_env(&tsclock_info);
+	}
+}

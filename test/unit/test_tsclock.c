@@ -1,0 +1,507 @@
+/*
+ * test_tsclock.c
+ *	  Unit tests of the clock core (src/tsclock.c), TAP output for prove.
+ *
+ * Built twice by "make unittest": once normally, and once with
+ * TSCLOCK_NO_X86 so that the non-x86-64 path (TSC compiled out, system
+ * clock only) is compiled and checked on every machine.
+ */
+#include "tsclock.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int	n_tests = 0;
+static int	n_failed = 0;
+
+static void
+ok(int cond, const char *fmt,...)
+{
+	va_list		ap;
+
+	n_tests++;
+	if (!cond)
+		n_failed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", n_tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static void
+skip(const char *why)
+{
+	n_tests++;
+	printf("ok %d # skip %s\n", n_tests, why);
+}
+
+static void
+diag(const char *fmt,...)
+{
+	va_list		ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+/* ---------------------------------------------------------------------
+ * Conversion
+ * --------------------------------------------------------------------- */
+
+/* exact ticks * 10^6 / khz, as long double */
+static long double
+exact_ns(uint64_t ticks, uint64_t khz)
+{
+	return (long double) ticks * 1000000.0L / (long double) khz;
+}
+
+static void
+test_conversion(void)
+{
+	static const uint64_t khzs[] = {1000000, 2100000, 3700000, 5000000,
+	100000, 2099109, 19999999};
+	const uint64_t day_ns = UINT64_C(86400) * 1000000000;
+	size_t		f;
+
+	ok(tsclock_mult_for_khz(0) == 0, "multiplier of an unknown frequency is 0");
+	ok(tsclock_mult_for_khz(1000000) == (UINT64_C(1) << TSCLOCK_SHIFT),
+	   "1 GHz: multiplier is exactly 2^%d (1 tick = 1 ns)", TSCLOCK_SHIFT);
+
+	for (f = 0; f < sizeof(khzs) / sizeof(khzs[0]); f++)
+	{
+		uint64_t	khz = khzs[f];
+		uint64_t	mult = tsclock_mult_for_khz(khz);
+		uint64_t	ticks_per_day = (uint64_t) ((long double) day_ns * khz / 1000000.0L);
+		uint64_t	edges[] = {0, 1, 2, UINT64_C(1) << 30, (UINT64_C(1) << 30) - 1,
+			(UINT64_C(1) << 30) + 1, UINT64_C(1) << 32, (UINT64_C(1) << 32) + 12345,
+			khz * 1000,			/* one second */
+			7 * ticks_per_day, 100 * ticks_per_day};
+		size_t		e;
+		long double worst_per_us = 0;
+		int			all_ok = 1;
+
+		for (e = 0; e < sizeof(edges) / sizeof(edges[0]); e++)
+		{
+			uint64_t	got = tsclock_ticks_to_ns_mult(edges[e], mult);
+			long double want = exact_ns(edges[e], khz);
+			long double err = fabsl((long double) got - want);
+
+			/* truncation may cost up to 1 ns; beyond that, relative error */
+			if (want > 0 && (err - 1) / (want / 1000.0L) > worst_per_us)
+				worst_per_us = (err - 1) / (want / 1000.0L);
+			if (err > 1.0L + want * 1e-8L)
+			{
+				all_ok = 0;
+				diag("%llu kHz, %llu ticks: got %llu ns, exact %.3Lf ns",
+					 (unsigned long long) khz, (unsigned long long) edges[e],
+					 (unsigned long long) got, want);
+			}
+		}
+		ok(all_ok, "%llu kHz: 0, 1, 2^30+-1, 2^32, 1 s, 7 and 100 days of ticks convert within 1 ns + 10 ppb",
+		   (unsigned long long) khz);
+		ok(worst_per_us < 0.01L,
+		   "%llu kHz: error beyond truncation at most %.6Lf ns per microsecond (< 0.01)",
+		   (unsigned long long) khz, worst_per_us);
+		ok(tsclock_ticks_to_ns_mult(0, mult) == 0, "%llu kHz: 0 ticks is 0 ns",
+		   (unsigned long long) khz);
+	}
+
+	/* monotonic: a larger tick count never converts to fewer ns */
+	{
+		uint64_t	mult = tsclock_mult_for_khz(3700000);
+		uint64_t	t,
+					prev = 0;
+		int			mono = 1;
+
+		for (t = (UINT64_C(1) << 30) - 5000; t < (UINT64_C(1) << 30) + 5000; t++)
+		{
+			uint64_t	ns = tsclock_ticks_to_ns_mult(t, mult);
+
+			if (ns < prev)
+				mono = 0;
+			prev = ns;
+		}
+		ok(mono, "conversion is monotonic across the 2^30 split point");
+	}
+}
+
+/* ---------------------------------------------------------------------
+ * Decision logic, fed with the CPUID values of machines we do not have
+ * --------------------------------------------------------------------- */
+
+static TsCpuidRaw
+raw_bare_metal(void)
+{
+	TsCpuidRaw	raw;
+
+	memset(&raw, 0, sizeof(raw));
+	raw.max_leaf = 0x20;
+	raw.rdtscp = raw.invariant = raw.tsc_adjust = true;
+	return raw;
+}
+
+static TsCpuidRaw
+raw_vm(const char *sig12, uint32_t max_leaf, uint32_t khz)
+{
+	TsCpuidRaw	raw = raw_bare_metal();
+
+	raw.hypervisor = true;
+	memcpy(raw.hv_signature, sig12, 12);
+	raw.hv_max_leaf = max_leaf;
+	raw.hv_10_eax = khz;
+	/* leaves 0x15/0x16 filled with nonsense, as some hypervisors do */
+	raw.l15_eax = 2;
+	raw.l15_ebx = 7;
+	raw.l15_ecx = 1000;
+	raw.l16_eax = 7;
+	return raw;
+}
+
+static TsCalibration
+cal_of(double hz)
+{
+	TsCalibration cal;
+
+	memset(&cal, 0, sizeof(cal));
+	if (hz > 0)
+	{
+		cal.converged = true;
+		cal.hz = hz;
+		cal.khz = (uint64_t) llround(hz / 1000.0);
+		cal.uncertainty_ppm = 3;
+	}
+	return cal;
+}
+
+static void
+test_decide(void)
+{
+	TsClockInfo info;
+	TsCpuidRaw	raw;
+	TsCalibration cal;
+	const char *what;
+	char		name[32];
+
+	/* hypervisor names */
+	tsclock_hypervisor_name("KVMKVMKVM\0\0\0", name, sizeof(name));
+	ok(strcmp(name, "kvm") == 0, "KVM signature is named kvm");
+	tsclock_hypervisor_name("Microsoft Hv", name, sizeof(name));
+	ok(strcmp(name, "hyperv") == 0, "Hyper-V signature is named hyperv");
+	tsclock_hypervisor_name("FooBar\001Baz\0\0", name, sizeof(name));
+	ok(strcmp(name, "FooBarBaz") == 0,
+	   "unknown signature is shown by name, non-printables dropped (%s)", name);
+
+	/* bare metal: leaf 0x15 first */
+	raw = raw_bare_metal();
+	raw.l15_eax = 2;
+	raw.l15_ebx = 176;
+	raw.l15_ecx = 24000000;		/* 24 MHz crystal * 88 = 2.112 GHz */
+	raw.l16_eax = 2100;
+	ok(tsclock_cpuid_khz(&raw, &what) == 2112000 && strcmp(what, "cpuid 0x15") == 0,
+	   "bare metal: leaf 0x15 gives crystal * ratio");
+	raw.l15_ecx = 0;
+	ok(tsclock_cpuid_khz(&raw, &what) == 2100000 && strcmp(what, "cpuid 0x16") == 0,
+	   "bare metal: leaf 0x16 when 0x15 has no crystal frequency");
+	raw.l16_eax = 0;
+	ok(tsclock_cpuid_khz(&raw, &what) == 0, "bare metal: no CPUID frequency when both are empty");
+	raw.l16_eax = 2100;
+	raw.max_leaf = 0x0d;
+	ok(tsclock_cpuid_khz(&raw, &what) == 0, "bare metal: leaves beyond the maximum leaf are not used");
+
+	/* VMs */
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 2100000);
+	ok(tsclock_cpuid_khz(&raw, &what) == 2100000 && strcmp(what, "cpuid 0x40000010") == 0,
+	   "kvm with leaf 0x40000010: its kHz value is used");
+	raw = raw_vm("VMwareVMware", 0x40000010, 3000000);
+	ok(tsclock_cpuid_khz(&raw, &what) == 3000000, "vmware with leaf 0x40000010: used");
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000001, 2100000);
+	ok(tsclock_cpuid_khz(&raw, &what) == 0,
+	   "kvm whose maximum leaf is below 0x40000010: nothing (never 0x15/0x16 in a VM)");
+	raw = raw_vm("Microsoft Hv", 0x40000010, 2100000);
+	ok(tsclock_cpuid_khz(&raw, &what) == 0, "hyperv: leaf 0x40000010 is not trusted");
+	raw = raw_vm("XenVMMXenVMM", 0x40000010, 0);
+	ok(tsclock_cpuid_khz(&raw, &what) == 0, "xen: nothing from CPUID");
+
+	/* the full decision */
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000001, 0);
+	cal = cal_of(2100001000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.auto_ok && info.khz == 2100001 &&
+	   strcmp(info.freq_source, "x86, hypervisor (kvm), calibration") == 0 &&
+	   info.reason[0] == '\0' && !info.have_ppm,
+	   "kvm without frequency leaf: calibrated frequency, source \"%s\"", info.freq_source);
+	ok(info.mult == tsclock_mult_for_khz(2100001), "multiplier follows the frequency in use");
+
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 2100000);
+	cal = cal_of(2100210000.0);	/* 100 ppm lower in CPUID */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.khz == 2100000 && info.have_ppm &&
+	   fabs(info.calibration_ppm + 100.0) < 0.5 &&
+	   strcmp(info.freq_source, "x86, hypervisor (kvm), cpuid 0x40000010") == 0,
+	   "kvm with frequency leaf: CPUID used, cross-check ppm %.1f", info.calibration_ppm);
+
+	/* the PostgreSQL 19 bug: a hypervisor reporting 7 kHz */
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 7);
+	cal = cal_of(2100000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && !info.auto_ok && strstr(info.reason, "disagree by 100%") != NULL,
+	   "CPUID 7 kHz vs calibrated 2.1 GHz: unusable (%s)", info.reason);
+
+	raw = raw_vm("VMwareVMware", 0x40000010, 2400000);
+	cal = cal_of(2100000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && strstr(info.reason, "disagree by 14%") != NULL,
+	   "CPUID and calibration 14%% apart: unusable (%s)", info.reason);
+
+	raw = raw_vm("VMwareVMware", 0x40000010, 2250000);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.khz == 2250000, "CPUID and calibration 7%% apart: CPUID used");
+
+	raw = raw_bare_metal();
+	raw.rdtscp = false;
+	cal = cal_of(0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && strstr(info.reason, "RDTSCP") != NULL, "no RDTSCP: unusable (%s)", info.reason);
+
+	raw = raw_bare_metal();
+	raw.invariant = false;
+	cal = cal_of(3000000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && strstr(info.reason, "not invariant") != NULL,
+	   "TSC not invariant: unusable (%s)", info.reason);
+
+	raw = raw_bare_metal();
+	cal = cal_of(0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && info.khz == 0 && strstr(info.reason, "did not converge") != NULL &&
+	   strcmp(info.freq_source, "x86, unknown") == 0,
+	   "no CPUID frequency and calibration failed: unusable (%s)", info.reason);
+
+	raw = raw_bare_metal();
+	raw.tsc_adjust = false;
+	cal = cal_of(3000000000.0);
+	tsclock_decide(&info, &raw, &cal, "hpet");
+	ok(info.usable && !info.auto_ok && strstr(info.auto_reason, "\"hpet\"") != NULL,
+	   "no TSC_ADJUST and clocksource hpet: 'tsc' allowed, 'auto' declines (%s)", info.auto_reason);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.auto_ok, "no TSC_ADJUST but clocksource tsc: 'auto' uses the TSC");
+
+	/* the administrator's switch */
+	raw = raw_bare_metal();
+	cal = cal_of(3000000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_DISABLE_TSC", "1", 1);
+	tsclock_apply_env(&info);
+	unsetenv("TIMING_SOURCE_DISABLE_TSC");
+	ok(!info.usable && !info.auto_ok && info.mult == 0 && info.khz == 3000000 &&
+	   strstr(info.reason, "TIMING_SOURCE_DISABLE_TSC") != NULL,
+	   "TIMING_SOURCE_DISABLE_TSC makes a good TSC unusable, still reported");
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_DISABLE_TSC", "", 1);
+	tsclock_apply_env(&info);
+	unsetenv("TIMING_SOURCE_DISABLE_TSC");
+	ok(info.usable, "an empty TIMING_SOURCE_DISABLE_TSC changes nothing");
+
+	cal = cal_of(0);
+	tsclock_decide(&info, NULL, &cal, "tsc");
+	ok(!info.usable && !info.auto_ok && !info.x86_64 && info.khz == 0 &&
+	   strstr(info.reason, "x86-64") != NULL,
+	   "TSC compiled out: system clock only (%s)", info.reason);
+}
+
+/* ---------------------------------------------------------------------
+ * This machine: detection, and calibration against a 1-second reference
+ * --------------------------------------------------------------------- */
+
+#ifdef TSCLOCK_HAVE_TSC
+static bool
+cpuinfo_has_flag(const char *flag, bool *found_file)
+{
+	FILE	   *f = fopen("/proc/cpuinfo", "r");
+	char		line[8192];
+	bool		has = false;
+
+	*found_file = (f != NULL);
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+	{
+		if (strncmp(line, "flags", 5) == 0)
+		{
+			char	   *tok = strtok(strchr(line, ':') + 1, " \n");
+
+			while (tok)
+			{
+				if (strcmp(tok, flag) == 0)
+					has = true;
+				tok = strtok(NULL, " \n");
+			}
+			break;
+		}
+	}
+	fclose(f);
+	return has;
+}
+
+/* tightest of n (rdtscp, CLOCK_MONOTONIC, rdtscp) brackets */
+static void
+ref_bracket(uint64_t *mid, uint64_t *width, uint64_t *ns, int n)
+{
+	*width = UINT64_MAX;
+	while (n-- > 0)
+	{
+		uint64_t	t0 = tsclock_rdtscp();
+		uint64_t	c;
+		uint64_t	t1;
+
+		_mm_lfence();
+		c = tsclock_system_ns();
+		t1 = tsclock_rdtscp();
+		if (t1 - t0 < *width)
+		{
+			*width = t1 - t0;
+			*mid = t0 + (t1 - t0) / 2;
+			*ns = c;
+		}
+	}
+}
+#endif
+
+static void
+test_this_machine(void)
+{
+	TsClockInfo *info = &tsclock_info;
+
+	tsclock_detect();
+	ok(info->detected, "detection ran");
+	ok(info->usable == (info->reason[0] == '\0'),
+	   "reason is empty exactly when the TSC is usable");
+	ok(!info->auto_ok || info->usable, "auto uses the TSC only when it is usable");
+	ok(info->usable == (info->mult != 0), "conversion multiplier set exactly when usable");
+
+	diag("x86_64=%d rdtscp=%d invariant=%d tsc_adjust=%d hypervisor=%s",
+		 info->x86_64, info->rdtscp, info->invariant, info->tsc_adjust,
+		 info->hypervisor ? info->hv_name : "none");
+	diag("frequency %llu kHz from \"%s\"; calibrated %llu kHz (%s, +-%.2f ppm, %u reads, %.3f ms)",
+		 (unsigned long long) info->khz, info->freq_source,
+		 (unsigned long long) info->cal.khz,
+		 info->cal.converged ? "converged" : "not converged",
+		 info->cal.uncertainty_ppm, info->cal.iterations,
+		 info->cal.elapsed_ns / 1e6);
+	diag("os clocksource \"%s\"; usable=%d auto=%d %s%s", info->os_clocksource,
+		 info->usable, info->auto_ok, info->reason, info->auto_reason);
+
+#ifndef TSCLOCK_HAVE_TSC
+	{
+		TsCalibration cal;
+
+		tsclock_calibrate(&cal);
+		ok(!info->x86_64 && !info->usable && !cal.converged && cal.khz == 0,
+		   "TSC compiled out: nothing detected, calibration does not run");
+		skip("TSC compiled out: no 1-second reference measurement");
+	}
+#else
+	{
+		bool		have_proc;
+		bool		flag;
+
+		flag = cpuinfo_has_flag("rdtscp", &have_proc);
+		if (have_proc)
+		{
+			ok(flag == info->rdtscp, "RDTSCP agrees with /proc/cpuinfo");
+			ok(cpuinfo_has_flag("nonstop_tsc", &have_proc) == info->invariant,
+			   "invariant TSC agrees with /proc/cpuinfo nonstop_tsc");
+			ok(cpuinfo_has_flag("hypervisor", &have_proc) == info->hypervisor,
+			   "hypervisor bit agrees with /proc/cpuinfo");
+		}
+		else
+			skip("no /proc/cpuinfo to compare CPU features with");
+	}
+
+	if (!info->rdtscp)
+	{
+		skip("this CPU has no RDTSCP: calibration cannot run here");
+		return;
+	}
+
+	{
+		uint64_t	m0 = 0,
+					w0,
+					c0 = 0,
+					m1 = 0,
+					w1,
+					c1 = 0;
+		double		ref_hz = 0,
+					ref_ppm = 1e9;
+		int			attempt;
+		TsCalibration cal;
+		double		worst = 0;
+		int			runs_ok = 1;
+		int			r;
+
+		/*
+		 * Reference: TSC ticks over CLOCK_MONOTONIC across one second, each
+		 * end bracketed.  Its own uncertainty comes from the bracket widths;
+		 * retry if a preemption made it worse than 2 ppm.
+		 */
+		for (attempt = 0; attempt < 3; attempt++)
+		{
+			ref_bracket(&m0, &w0, &c0, 200);
+			usleep(1000000);
+			ref_bracket(&m1, &w1, &c1, 200);
+			ref_hz = (double) (m1 - m0) * 1e9 / (double) (c1 - c0);
+			ref_ppm = ((double) (w0 + w1) / 2.0 / (double) (m1 - m0) +
+					   2.0 / (double) (c1 - c0)) * 1e6;
+			if (ref_ppm < 2.0)
+				break;
+		}
+		diag("1-second reference: %.0f kHz (+-%.3f ppm)", ref_hz / 1000.0, ref_ppm);
+		ok(ref_ppm < 2.0, "reference measurement is bracketed to better than 2 ppm");
+
+		for (r = 0; r < 5; r++)
+		{
+			double		ppm;
+
+			tsclock_calibrate(&cal);
+			ppm = (cal.hz - ref_hz) / ref_hz * 1e6;
+			diag("calibration run %d: %llu kHz, %+.2f ppm vs reference, bound %.2f ppm, %.3f ms, %u reads",
+				 r + 1, (unsigned long long) cal.khz, ppm, cal.uncertainty_ppm,
+				 cal.elapsed_ns / 1e6, cal.iterations);
+			if (fabs(ppm) > fabs(worst))
+				worst = ppm;
+			if (!cal.converged || cal.elapsed_ns > 55 * 1000 * 1000)
+				runs_ok = 0;
+		}
+		ok(runs_ok, "every calibration run converged and stayed within the 50 ms bound");
+		ok(fabs(worst) <= 100.0,
+		   "calibration within 100 ppm of the 1-second reference (worst %+.2f ppm)", worst);
+		if (info->cal.converged)
+			ok(fabs((info->cal.hz - ref_hz) / ref_hz * 1e6) <= 100.0,
+			   "detection-time calibration within 100 ppm of the reference (%+.2f ppm)",
+			   (info->cal.hz - ref_hz) / ref_hz * 1e6);
+		else
+			ok(!info->cal.converged && info->cpuid_khz == 0 ? !info->usable : 1,
+			   "detection-time calibration did not converge and the TSC is not trusted on calibration alone");
+	}
+#endif
+}
+
+int
+main(void)
+{
+	test_conversion();
+	test_decide();
+	test_this_machine();
+
+	printf("1..%d\n", n_tests);
+	return n_failed == 0 ? 0 : 1;
+}
