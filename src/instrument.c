@@ -92,11 +92,11 @@ static uint64 ts_mult = 0;
 static inline uint64
 ts_ticks_to_ns_rounded(uint64 ticks)
 {
+	const uint64 half = UINT64CONST(1) << (TSCLOCK_SHIFT - 1);
 	uint64		hi = ticks >> TSCLOCK_SHIFT;
 	uint64		lo = ticks & ((UINT64CONST(1) << TSCLOCK_SHIFT) - 1);
 
-	return hi * ts_mult +
-		((lo * ts_mult + (UINT64CONST(1) << (TSCLOCK_SHIFT - 1))) >> TSCLOCK_SHIFT);
+	return hi * ts_mult + ((lo * ts_mult + half) >> TSCLOCK_SHIFT);
 }
 
 /*
@@ -133,7 +133,8 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	 * should it, count nothing rather than an absurd interval.
 	 */
 	if (likely(ticks > 0))
-		ts_instr_time_add_ns(&instr->counter, ts_ticks_to_ns_rounded((uint64) ticks));
+		ts_instr_time_add_ns(&instr->counter,
+							 ts_ticks_to_ns_rounded((uint64) ticks));
 
 	if (full)
 	{
