@@ -40,6 +40,7 @@
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/fmgrprotos.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
@@ -141,7 +142,8 @@ check_duration(double duration)
 	if (!(duration > 0 && duration <= TS_MAX_DURATION))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("duration %g is out of range", duration),
+				 errmsg("duration %s is out of range",
+						float8out_internal(duration)),
 				 errdetail("The duration must be greater than 0 and at most %g seconds.",
 						   TS_MAX_DURATION)));
 	return duration;
@@ -153,7 +155,8 @@ check_cutoff(double cutoff)
 	if (!(cutoff > 0 && cutoff <= 100))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cutoff %g is out of range", cutoff),
+				 errmsg("cutoff %s is out of range",
+						float8out_internal(cutoff)),
 				 errdetail("The cutoff is a percentage greater than 0 and at most 100.")));
 	return cutoff;
 }
@@ -822,11 +825,37 @@ static const char *const compare_mode_names[] = {"plain", "timing off", "system"
  * The query must be exactly one statement that EXPLAIN ANALYZE can run
  * and whose plan has nodes to time.  Syntax errors are the parser's own.
  */
+/*
+ * Report a syntax error in the query at its position in the query, not in
+ * the statement that called timing_source_compare().
+ */
+static void
+compare_parse_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
 static void
 check_compare_query(const char *query)
 {
-	List	   *stmts = pg_parse_query(query);
+	ErrorContextCallback errcallback;
+	List	   *stmts;
 	Node	   *stmt;
+	const char *tag;
+
+	errcallback.callback = compare_parse_error_callback;
+	errcallback.arg = unconstify(char *, query);
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	stmts = pg_parse_query(query);
+	error_context_stack = errcallback.previous;
 
 	if (list_length(stmts) != 1)
 		ereport(ERROR,
@@ -838,11 +867,13 @@ check_compare_query(const char *query)
 						   list_length(stmts))));
 
 	stmt = linitial_node(RawStmt, stmts)->stmt;
+	tag = GetCommandTagName(CreateCommandTag(stmt));
 	switch (nodeTag(stmt))
 	{
 		case T_SelectStmt:
 			if (((SelectStmt *) stmt)->intoClause == NULL)
 				return;
+			tag = "SELECT INTO";
 			break;
 		case T_InsertStmt:
 		case T_UpdateStmt:
@@ -854,8 +885,7 @@ check_compare_query(const char *query)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot compare timing of utility statement %s",
-					GetCommandTagName(CreateCommandTag(stmt))),
+			 errmsg("cannot compare timing of utility statement %s", tag),
 			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
 }
 
