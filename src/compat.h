@@ -21,7 +21,9 @@
  * extension then registers neither the setting nor the executor hook.
  */
 #if PG_VERSION_NUM >= 190000
-#define TS_CORE_HAS_CLOCK_SOURCE 1
+#define TS_CORE_OWNS_SETTING true
+#else
+#define TS_CORE_OWNS_SETTING false
 #endif
 
 /* pg_attribute_noreturn() was replaced by pg_noreturn in 18 */

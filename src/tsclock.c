@@ -35,6 +35,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifdef TSCLOCK_HAVE_TSC
@@ -493,9 +494,32 @@ tsclock_detect_into(TsClockInfo *info)
 
 #endif							/* TSCLOCK_HAVE_TSC */
 
+/*
+ * Administrator's switch: TIMING_SOURCE_DISABLE_TSC set to a non-empty
+ * value in the server's environment makes the TSC unusable (everything
+ * else is still detected and reported).  For a machine whose TSC is known
+ * to misbehave in ways CPUID cannot tell, and for testing the fallback.
+ */
+void
+tsclock_apply_env(TsClockInfo *info)
+{
+	const char *v = getenv("TIMING_SOURCE_DISABLE_TSC");
+
+	if (v == NULL || v[0] == '\0' || !info->usable)
+		return;
+	info->usable = info->auto_ok = false;
+	info->mult = 0;
+	snprintf(info->reason, sizeof(info->reason),
+			 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
+	snprintf(info->auto_reason, sizeof(info->auto_reason), "%s", info->reason);
+}
+
 void
 tsclock_detect(void)
 {
 	if (!tsclock_info.detected)
+	{
 		tsclock_detect_into(&tsclock_info);
+		tsclock_apply_env(&tsclock_info);
+	}
 }

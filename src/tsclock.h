@@ -134,10 +134,14 @@ extern TsClockInfo tsclock_info;
 /*
  * Probe the CPU, determine the frequency, calibrate, decide usability.
  * Idempotent: does the work only on the first call in a process.
+ * Honours TIMING_SOURCE_DISABLE_TSC, see tsclock_apply_env().
  */
 extern void tsclock_detect(void);
 
-/* Same as tsclock_detect() but always re-runs (tests) */
+/* Honour TIMING_SOURCE_DISABLE_TSC (done by tsclock_detect) */
+extern void tsclock_apply_env(TsClockInfo *info);
+
+/* Same as tsclock_detect() but always re-runs, ignoring the environment */
 extern void tsclock_detect_into(TsClockInfo *info);
 
 /*

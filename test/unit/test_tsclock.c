@@ -295,6 +295,22 @@ test_decide(void)
 	tsclock_decide(&info, &raw, &cal, "tsc");
 	ok(info.usable && info.auto_ok, "no TSC_ADJUST but clocksource tsc: 'auto' uses the TSC");
 
+	/* the administrator's switch */
+	raw = raw_bare_metal();
+	cal = cal_of(3000000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_DISABLE_TSC", "1", 1);
+	tsclock_apply_env(&info);
+	unsetenv("TIMING_SOURCE_DISABLE_TSC");
+	ok(!info.usable && !info.auto_ok && info.mult == 0 && info.khz == 3000000 &&
+	   strstr(info.reason, "TIMING_SOURCE_DISABLE_TSC") != NULL,
+	   "TIMING_SOURCE_DISABLE_TSC makes a good TSC unusable, still reported");
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_DISABLE_TSC", "", 1);
+	tsclock_apply_env(&info);
+	unsetenv("TIMING_SOURCE_DISABLE_TSC");
+	ok(info.usable, "an empty TIMING_SOURCE_DISABLE_TSC changes nothing");
+
 	cal = cal_of(0);
 	tsclock_decide(&info, NULL, &cal, "tsc");
 	ok(!info.usable && !info.auto_ok && !info.x86_64 && info.khz == 0 &&
