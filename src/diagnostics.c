@@ -128,8 +128,7 @@ parse_source(text *arg)
 	{
 		ts_ensure_detected();
 		if (!tsclock_info.usable)
-			ts_report_tsc_unusable(psprintf("clock source \"%s\"",
-											diag_source_names[src]));
+			ts_report_tsc_unusable(diag_source_names[src]);
 	}
 	pfree(name);
 	return src;
@@ -602,13 +601,20 @@ timing_source_test(PG_FUNCTION_ARGS)
  * ---------------------------------------------------------------------
  */
 
-/* calibration needs RDTSCP; complain like the setting does otherwise */
+/*
+ * Calibration needs RDTSCP, nothing more: it is also the tool to look at a
+ * TSC that is unusable for other reasons (a CPUID frequency that
+ * calibration contradicts, for one).
+ */
 static void
 check_calibration_possible(void)
 {
 	ts_ensure_detected();
 	if (!tsclock_info.x86_64 || !tsclock_info.rdtscp)
-		ts_report_tsc_unusable("TSC calibration");
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("TSC calibration is not available on this system"),
+				 errdetail("%s", tsclock_info.reason)));
 }
 
 Datum
@@ -788,18 +794,19 @@ timing_source_report(PG_FUNCTION_ARGS)
 		{
 			report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
 			if (tsclock_info.khz > 0)
-				report_line(&rs, "TSC frequency in use: %llu kHz",
+				report_line(&rs, "TSC frequency (not in use): %llu kHz",
 							(unsigned long long) tsclock_info.khz);
 			if (tsclock_info.cal.converged)
 				report_line(&rs, "TSC frequency from calibration: %llu kHz",
 							(unsigned long long) tsclock_info.cal.khz);
 		}
+		report_line(&rs, "TSC clock source will not be used by default, and timing_clock_source = 'tsc' is refused.");
 	}
 
-	setting = GetConfigOption("timing_clock_source", true, false);
+	/* as SHOW prints it: "auto (tsc)", "system", ... */
+	setting = GetConfigOptionByName("timing_clock_source", NULL, true);
 	if (setting)
-		report_line(&rs, "timing_clock_source in this session: %s (%s)",
-					setting, ts_session_uses_tsc() ? "tsc" : "system");
+		report_line(&rs, "timing_clock_source in this session: %s", setting);
 
 	return (Datum) 0;
 }
