@@ -31,8 +31,78 @@
 #define pg_attribute_noreturn() __attribute__((noreturn))
 #endif
 
+/* ----------------------------------------------------------------
+ * Executor instrumentation (src/instrument.c)
+ *
+ * PostgreSQL 15-18 share the Instrumentation struct layout that matters
+ * here (counter, firsttuple as double seconds, tuplecount, running,
+ * async_mode, need_* flags) and keep ExecProcNodeFirst/ExecProcNodeInstr
+ * static, so the extension installs its own node wrappers.  What differs
+ * is instr_time: a struct timespec in 15 (when the platform has
+ * clock_gettime), an int64 nanosecond count ("ticks") from 16 on.
+ *
+ * TS_HAVE_EXECUTOR_HOOK is defined where the TSC wrappers can be built;
+ * elsewhere ts_instrument_init() installs nothing.  PostgreSQL 19 times
+ * nodes with the TSC itself, and on Windows instr_time is not in
+ * nanoseconds, so neither gets the hook.
+ * ----------------------------------------------------------------
+ */
+#include "executor/instrument.h"
+
+#if PG_VERSION_NUM < 190000 && !defined(WIN32) && \
+	(PG_VERSION_NUM >= 160000 || defined(HAVE_CLOCK_GETTIME))
+#define TS_HAVE_EXECUTOR_HOOK 1
+#endif
+
+#ifdef TS_HAVE_EXECUTOR_HOOK
+
+#define TS_NS_PER_S		INT64CONST(1000000000)
+
+/*
+ * Add a non-negative number of nanoseconds to an instr_time accumulator,
+ * leaving it in the same normalized form core's INSTR_TIME_ACCUM_DIFF
+ * leaves it in.  Per-call deltas are almost always below one second,
+ * so 15's timespec form needs no division on the hot path.
+ */
+static inline void
+ts_instr_time_add_ns(instr_time *t, uint64 ns)
+{
+#if PG_VERSION_NUM >= 160000
+	t->ticks += (int64) ns;
+#else
+	if (likely(ns < (uint64) TS_NS_PER_S))
+		t->tv_nsec += (long) ns;
+	else
+	{
+		t->tv_sec += (time_t) (ns / (uint64) TS_NS_PER_S);
+		t->tv_nsec += (long) (ns % (uint64) TS_NS_PER_S);
+	}
+	if (t->tv_nsec >= TS_NS_PER_S)
+	{
+		t->tv_nsec -= TS_NS_PER_S;
+		t->tv_sec++;
+	}
+#endif
+}
+
+/*
+ * Instrumentation.firsttuple is a double in seconds through 18, set from
+ * the running counter exactly as InstrStopNode does.
+ */
+#define TS_INSTR_SET_FIRSTTUPLE(instr) \
+	((instr)->firsttuple = INSTR_TIME_GET_DOUBLE((instr)->counter))
+
+/*
+ * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-18: the
+ * bool-returning variant of the 18 development cycle was reverted before
+ * release.  (ExecutorRun_hook lost execute_once in 18; the extension does
+ * not hook ExecutorRun.)
+ */
+
+#endif							/* TS_HAVE_EXECUTOR_HOOK */
+
 /* ----------------------------------------------------------------------
- * Diagnostics (diagnostics.c)
+ * Diagnostics (src/diagnostics.c)
  * ----------------------------------------------------------------------
  */
 

@@ -1,0 +1,131 @@
+# scripts/lib.sh -- shell functions shared by main.sh, test.sh and bench.sh.
+#
+# Sourced, not run.  Everything here runs as root (it installs packages and
+# the extension); servers and tests run as the unprivileged user $TS_USER.
+
+TS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TS_USER=${TS_USER:-postgres}
+PG_CONFIG=${PG_CONFIG:-pg_config}
+
+# Debian packages the build, the tests and the other-majors harness need.
+TS_PG_MAJOR_DEFAULT=15
+ts_packages() {
+	local major=$1
+	echo build-essential ca-certificates git perl \
+		"postgresql-$major" "postgresql-server-dev-$major" "postgresql-$major-pgtap" \
+		libtap-parser-sourcehandler-pgtap-perl libipc-run-perl util-linux
+}
+
+ts_log() { printf '\n==== %s\n' "$*" >&2; }
+
+ts_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Install what is missing (apt-get update only when something is).
+ts_install_deps() {
+	local major=${1:-$TS_PG_MAJOR_DEFAULT} missing=() p
+	[ "$(id -u)" = 0 ] || ts_die "run as root: it installs packages and the extension"
+	for p in $(ts_packages "$major") "$@"; do
+		[ "$p" = "$major" ] && continue
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	if [ ${#missing[@]} -gt 0 ]; then
+		ts_log "installing ${missing[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	id "$TS_USER" >/dev/null 2>&1 || useradd --system --create-home "$TS_USER"
+	PG_BINDIR=$("$PG_CONFIG" --bindir)
+	export PG_BINDIR
+}
+
+# Build with warnings as errors and install into the server's directories.
+ts_build_install() {
+	ts_log "building and installing timing_source ($("$PG_CONFIG" --version))"
+	make -C "$TS_ROOT" -s clean PG_CONFIG="$PG_CONFIG" >/dev/null
+	make -C "$TS_ROOT" -s PG_CONFIG="$PG_CONFIG" EXTRA_CFLAGS=-Werror
+	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
+}
+
+# Run a command as $TS_USER with the server's binaries first on PATH and
+# the connection settings (and TIMING_SOURCE_DISABLE_TSC) passed through.
+ts_as_user() {
+	local envs=(PATH="$PG_BINDIR:$PATH" PG_CONFIG="$PG_CONFIG") v
+	for v in PGHOST PGPORT PGUSER PGDATABASE TIMING_SOURCE_DISABLE_TSC; do
+		[ -n "${!v:-}" ] && envs+=("$v=${!v}")
+	done
+	runuser -u "$TS_USER" -- env "${envs[@]}" "$@"
+}
+
+# A private scratch directory owned by $TS_USER, removed by ts_cleanup.
+ts_workdir() {
+	TS_WORK=$(mktemp -d /tmp/timing_source.XXXXXX)
+	chown "$TS_USER" "$TS_WORK"
+	chmod 700 "$TS_WORK"
+}
+
+# Copy the source tree (tracked and untracked-but-not-ignored files) into
+# $TS_WORK/src for tests that write files (pg_regress results, tmp_check).
+ts_copy_tree() {
+	mkdir -p "$TS_WORK/src"
+	if git -C "$TS_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+		(cd "$TS_ROOT" && git ls-files -z -co --exclude-standard |
+			tar --null -T - -cf -) | tar -xf - -C "$TS_WORK/src"
+	else
+		cp -a "$TS_ROOT/." "$TS_WORK/src"
+	fi
+	chown -R "$TS_USER" "$TS_WORK/src"
+}
+
+# Start a throw-away cluster in $TS_WORK/$1, socket only (no TCP), with
+# the library preloaded.  Extra "name = value" settings on stdin.
+# Sets PGHOST, PGPORT, PGUSER for the caller.
+ts_cluster_start() {
+	local name=$1 dir="$TS_WORK/$1" extra
+	extra=$(cat)
+	mkdir -p "$dir/sock"
+	chown -R "$TS_USER" "$dir"
+	ts_as_user initdb -D "$dir/data" -U postgres -A trust --no-sync -E UTF8 \
+		--locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
+	cat >>"$dir/data/postgresql.conf" <<-EOF
+		listen_addresses = ''
+		port = 5432
+		unix_socket_directories = '$dir/sock'
+		shared_preload_libraries = 'timing_source'
+		fsync = off
+		synchronous_commit = off
+		full_page_writes = off
+		shared_buffers = 256MB
+		max_parallel_workers_per_gather = 2
+		$extra
+	EOF
+	ts_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&- ||
+		{ cat "$dir/server.log" >&2; return 1; }
+	TS_CLUSTERS="${TS_CLUSTERS:-} $dir"
+	export PGHOST="$dir/sock" PGPORT=5432 PGUSER=postgres
+}
+
+# Stop every cluster we started.
+ts_cleanup_clusters() {
+	local d
+	for d in ${TS_CLUSTERS:-}; do
+		[ -f "$d/data/postmaster.pid" ] &&
+			ts_as_user pg_ctl -D "$d/data" -m immediate -w stop >/dev/null 2>&1
+	done
+	TS_CLUSTERS=
+	return 0
+}
+
+# Stop the clusters and remove the scratch directory.  Used as an EXIT
+# trap, so it runs on failure and interruption too.
+ts_cleanup() {
+	ts_cleanup_clusters
+	[ -n "${TS_WORK:-}" ] && [ -d "$TS_WORK" ] && [ -z "${TS_KEEP_WORK:-}" ] && rm -rf "$TS_WORK"
+	return 0
+}
+
+# psql as $TS_USER against the current cluster.
+ts_psql() {
+	ts_as_user psql -X -q -v ON_ERROR_STOP=1 "$@"
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# scripts/main.sh -- the main job: set up, build, install, start a
+# throw-away cluster with timing_source preloaded, show the clock
+# diagnostics, and compare EXPLAIN ANALYZE overhead with the system clock
+# and with the TSC.  Run as root on Debian; the cluster is always stopped.
+#
+#   scripts/main.sh            diagnostics + short benchmark (3 rounds)
+#   scripts/main.sh --full     diagnostics + full benchmark (7 rounds)
+set -euo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+bench_args=(--short)
+case ${1:-} in
+	--full) bench_args=() ;;
+	'') ;;
+	*) ts_die "unknown argument: $1" ;;
+esac
+
+trap ts_cleanup EXIT
+trap 'exit 130' INT TERM
+
+ts_install_deps
+exec 9>/tmp/timing_source-install.lock
+flock 9
+ts_build_install
+ts_workdir
+ts_cluster_start main </dev/null
+
+ts_psql -d postgres -c 'CREATE EXTENSION timing_source'
+
+ts_log "what was detected: timing_source_tsc()"
+ts_psql -d postgres -x -c 'SELECT * FROM timing_source_tsc()'
+
+ts_log "the session's clock source"
+ts_psql -d postgres -c 'SHOW timing_clock_source'
+
+if [ "$(ts_psql -d postgres -At -c "SELECT to_regproc('timing_source_report') IS NOT NULL")" = t ]; then
+	ts_log "pg_test_timing-style report: timing_source_report(0.5)"
+	ts_psql -d postgres -At -c 'SELECT * FROM timing_source_report(0.5)'
+
+	ts_log "calibration runs: timing_source_calibrate(3)"
+	ts_psql -d postgres -c 'SELECT * FROM timing_source_calibrate(3)'
+fi
+
+ts_log "EXPLAIN ANALYZE overhead: system clock vs TSC"
+bash "$TS_ROOT/scripts/bench.sh" "${bench_args[@]}"

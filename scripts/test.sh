@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# scripts/test.sh -- set up, build, install, and run every test.
+#
+#   scripts/test.sh            PostgreSQL 15 here, then 17 and 18 in Debian roots
+#   scripts/test.sh --local    only the PostgreSQL whose pg_config is on PATH
+#   scripts/test.sh --majors "17"   choose the other majors
+#
+# Run as root on Debian.  Suites: clock core unit tests (prove), pg_regress
+# (make installcheck), pgTAP (pg_prove), Perl TAP (prove), each against a
+# throw-away cluster run by an unprivileged user; pg_regress and pgTAP run
+# twice where the TSC is usable: once as is, once with the TSC disabled, so
+# that both the TSC and the fallback behaviour are checked on one machine.
+#
+# The last line is "N passed, N failed, N skipped"; the exit status is
+# non-zero if anything failed.
+set -uo pipefail
+
+. "$(dirname "$0")/lib.sh"
+
+local_only=0
+majors="17 18"
+while [ $# -gt 0 ]; do
+	case $1 in
+		--local) local_only=1 ;;
+		--majors) majors=$2; shift ;;
+		-h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+		*) ts_die "unknown argument: $1" ;;
+	esac
+	shift
+done
+
+trap ts_cleanup EXIT
+trap 'exit 130' INT TERM
+
+passed=0 failed=0 skipped=0
+summary=()
+
+# count_tap LOG: add the TAP and pg_regress results in LOG to the totals;
+# prints "p f s" for this log.
+count_results() {
+	local log=$1 p f s
+	p=$(grep -cE '^ok [0-9]+( |$)|\.\.\. ok ' "$log" | head -1)
+	s=$(grep -ciE '^ok [0-9]+ # skip' "$log" | head -1)
+	f=$(grep -cE '^not ok [0-9]+|\.\.\. FAILED' "$log" | head -1)
+	echo "$((p - s)) $f $s"
+}
+
+# run_suite NAME COMMAND...: run as the test user in the copied tree.
+run_suite() {
+	local name=$1 log rc p f s
+	shift
+	log="$TS_WORK/$name.log"
+	ts_log "suite $name"
+	(cd "$TS_WORK/src" && ts_as_user "$@") 2>&1 | tee "$log"
+	rc=${PIPESTATUS[0]}
+	read -r p f s < <(count_results "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "suite $name exited with status $rc" >&2
+		f=1
+	fi
+	if [ "$rc" -ne 0 ] && [ -f "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs" ]; then
+		cat "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs"
+	fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "$pg_label $name" "$p" "$f" "$s")")
+}
+
+skip_suite() {
+	local name=$1 why=$2
+	ts_log "suite $name skipped: $why"
+	skipped=$((skipped + 1))
+	summary+=("$(printf '%-28s skipped: %s' "$pg_label $name" "$why")")
+}
+
+# regress_and_tap LABEL: pg_regress and pgTAP against the current cluster
+regress_and_tap() {
+	local label=$1
+	mkdir -p "$TS_WORK/src/out_$label"
+	chown "$TS_USER" "$TS_WORK/src/out_$label"
+	REGRESS_OUT="out_$label" run_suite "regress$label" \
+		make -s installcheck PG_CONFIG="$PG_CONFIG" \
+		REGRESS_OPTS="--inputdir=. --outputdir=out_$label --dbname=contrib_regression"
+	if compgen -G "$TS_WORK/src/t/*.sql" >/dev/null; then
+		ts_psql -d postgres -c 'CREATE DATABASE ts_tap' &&
+			ts_psql -d ts_tap -c 'CREATE EXTENSION pgtap; CREATE EXTENSION timing_source;' ||
+			ts_die "cannot create the pgTAP database"
+		run_suite "pgtap$label" pg_prove -v -d ts_tap t/*.sql
+	fi
+}
+
+ts_install_deps "$TS_PG_MAJOR_DEFAULT"
+[ $local_only = 1 ] || ts_install_deps "$TS_PG_MAJOR_DEFAULT" debootstrap
+pg_label="PG$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')"
+# Installs go to the server's shared directories: serialize concurrent runs
+# on one machine (developers' worktrees); released before the other majors.
+exec 9>/tmp/timing_source-install.lock
+flock 9
+ts_build_install || ts_die "build failed"
+ts_workdir
+ts_copy_tree
+
+run_suite unit make -s unittest PG_CONFIG="$PG_CONFIG"
+
+ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
+regress_and_tap ""
+tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+	-c 'SELECT available FROM timing_source_tsc()')
+
+if [ "$tsc_available" = t ]; then
+	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
+		ts_die "cannot start the TSC-disabled cluster"
+	regress_and_tap "_notsc"
+else
+	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
+fi
+
+if compgen -G "$TS_WORK/src/t/*.pl" >/dev/null; then
+	pgxs_dir=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")
+	run_suite taptests env PERL5LIB="$pgxs_dir/src/test/perl" \
+		PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" \
+		PGHOST= PGPORT= PGUSER= \
+		prove -v t/*.pl
+fi
+
+ts_cleanup_clusters
+flock -u 9
+
+if [ $local_only = 0 ]; then
+	for m in $majors; do
+		if [ ! -f "$TS_ROOT/scripts/majors.sh" ]; then
+			skip_suite "PG$m" "scripts/majors.sh is not there yet"
+			continue
+		fi
+		ts_log "PostgreSQL $m in a Debian root"
+		log="$TS_WORK/major$m.log"
+		bash "$TS_ROOT/scripts/majors.sh" test "$m" 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+		line=$(grep -E '^[A-Za-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
+		p=$(sed -nE 's/.*([^0-9]|^)([0-9]+) passed.*/\2/p' <<<"$line")
+		f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
+		s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
+		p=${p:-0} f=${f:-0} s=${s:-0}
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+		if [ -z "$line" ] && [ "$f" -eq 0 ]; then f=1; fi
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+		summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m (all suites)" "$p" "$f" "$s")")
+	done
+fi
+
+echo
+echo "==== summary"
+printf '%s\n' "${summary[@]}"
+echo "${passed} passed, ${failed} failed, ${skipped} skipped"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,326 @@
+--
+-- Executor instrumentation: which plan nodes are timed with the TSC, and
+-- whether the resulting EXPLAIN ANALYZE numbers are consistent for every
+-- kind of plan node.  No measured number is printed: plans are checked by
+-- SQL over EXPLAIN's JSON output, and only the verdicts are shown.
+--
+-- Host dependence: where the TSC is unusable, SET timing_clock_source =
+-- 'tsc' must be refused (expected/instrument_1.out) and the same checks
+-- then run with the system clock.
+--
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS timing_source;
+RESET client_min_messages;
+
+-- The TSC where usable, else the system clock (see instrument_1.out)
+SELECT CASE WHEN available THEN 'tsc' ELSE 'system' END AS src
+FROM timing_source_tsc() \gset
+SET ts_test.src = :'src';
+
+-- 'tsc' is accepted exactly where usable; the refusal is the alternative
+\set VERBOSITY terse
+SET timing_clock_source = 'tsc';
+\set VERBOSITY default
+SHOW timing_clock_source;
+RESET timing_clock_source;
+
+-- EXPLAIN (FORMAT JSON) of a query, as jsonb
+CREATE FUNCTION pg_temp.explain_json(query text, opts text DEFAULT 'ANALYZE')
+RETURNS jsonb LANGUAGE plpgsql AS $$
+DECLARE
+	result jsonb;
+BEGIN
+	EXECUTE format('EXPLAIN (%s, FORMAT JSON) %s', opts, query) INTO result;
+	RETURN result -> 0;
+END
+$$;
+
+-- Every plan node with its parent's figures
+CREATE FUNCTION pg_temp.plan_nodes(doc jsonb)
+RETURNS TABLE (id text, node_type text, parent_type text,
+			   startup float8, total float8, nrows float8, loops float8,
+			   parent_total float8, parent_loops float8, node jsonb)
+LANGUAGE sql AS $$
+	WITH RECURSIVE n(id, plan, parent) AS (
+		SELECT '1', doc -> 'Plan', NULL::jsonb
+		UNION ALL
+		SELECT n.id || '.' || c.ord, c.p, n.plan
+		FROM n CROSS JOIN LATERAL
+			jsonb_array_elements(n.plan -> 'Plans') WITH ORDINALITY AS c(p, ord)
+	)
+	SELECT id, plan ->> 'Node Type', parent ->> 'Node Type',
+		   (plan ->> 'Actual Startup Time')::float8,
+		   (plan ->> 'Actual Total Time')::float8,
+		   (plan ->> 'Actual Rows')::float8,
+		   (plan ->> 'Actual Loops')::float8,
+		   (parent ->> 'Actual Total Time')::float8,
+		   (parent ->> 'Actual Loops')::float8,
+		   plan
+	FROM n
+$$;
+
+--
+-- Timing invariants of one EXPLAIN ANALYZE result; returns the violations.
+--
+-- Times are per-loop averages printed to 1 us, so totals are compared as
+-- average * loops with a rounding allowance.  A child runs inside its
+-- parent's calls (InitPlans and SubPlans inside the node that evaluates
+-- them), so its total cannot exceed its parent's -- except below Gather,
+-- where the children's figures are summed over all processes.
+--
+CREATE FUNCTION pg_temp.violations(doc jsonb)
+RETURNS text[] LANGUAGE sql AS $$
+	SELECT coalesce(array_agg(v ORDER BY v), '{}')
+	FROM (
+		SELECT id || ' ' || node_type || ': negative time' AS v
+		FROM pg_temp.plan_nodes(doc) WHERE startup < 0 OR total < 0
+		UNION ALL
+		SELECT id || ' ' || node_type || ': startup after total'
+		FROM pg_temp.plan_nodes(doc) WHERE startup > total
+		UNION ALL
+		SELECT id || ' ' || node_type || ': time but never executed'
+		FROM pg_temp.plan_nodes(doc) WHERE loops = 0 AND total > 0
+		UNION ALL
+		SELECT id || ' ' || node_type || ': longer than its parent ' || parent_type
+		FROM pg_temp.plan_nodes(doc)
+		WHERE parent_type NOT IN ('Gather', 'Gather Merge')
+		  AND total * loops > parent_total * parent_loops
+			+ 0.0005 * (loops + parent_loops) + 0.01
+		UNION ALL
+		SELECT id || ' ' || node_type || ': loop longer than the query'
+		FROM pg_temp.plan_nodes(doc)
+		WHERE total > (doc ->> 'Execution Time')::float8 + 0.01
+		UNION ALL
+		SELECT 'top node has no time'
+		WHERE ((doc -> 'Plan') ->> 'Actual Total Time')::float8 <= 0
+	) s
+$$;
+
+-- Rows, loops and buffer counts per node: what must not depend on the clock
+CREATE FUNCTION pg_temp.shape(doc jsonb)
+RETURNS text[] LANGUAGE sql AS $$
+	SELECT array_agg(format('%s %s rows=%s loops=%s hit=%s',
+							id, node_type, nrows, loops,
+							node ->> 'Shared Hit Blocks') ORDER BY id)
+	FROM pg_temp.plan_nodes(doc)
+$$;
+
+--
+-- Run a query under the TSC and under the system clock and report:
+-- violations under each, whether rows/loops agree (deterministic plans
+-- only), and the node types for the record.
+--
+CREATE FUNCTION pg_temp.check_query(query text, opts text DEFAULT 'ANALYZE',
+									deterministic bool DEFAULT true)
+RETURNS TABLE (nodes text, tsc_violations text[], system_violations text[],
+			   same_shape bool)
+LANGUAGE plpgsql AS $$
+DECLARE
+	saved text := current_setting('timing_clock_source');
+	d_tsc jsonb;
+	d_sys jsonb;
+BEGIN
+	PERFORM set_config('timing_clock_source',
+					   current_setting('ts_test.src'), true);
+	d_tsc := pg_temp.explain_json(query, opts);
+	PERFORM set_config('timing_clock_source', 'system', true);
+	d_sys := pg_temp.explain_json(query, opts);
+	PERFORM set_config('timing_clock_source', split_part(saved, ' ', 1), true);
+	nodes := (SELECT string_agg(node_type, ',' ORDER BY id)
+			  FROM pg_temp.plan_nodes(d_tsc));
+	tsc_violations := pg_temp.violations(d_tsc);
+	system_violations := pg_temp.violations(d_sys);
+	same_shape := CASE WHEN deterministic
+		THEN pg_temp.shape(d_tsc) = pg_temp.shape(d_sys) END;
+	RETURN NEXT;
+END
+$$;
+
+CREATE TABLE ts_a (id int PRIMARY KEY, g int NOT NULL, pad text);
+INSERT INTO ts_a SELECT i, i % 10, repeat('x', 20) FROM generate_series(1, 20000) i;
+CREATE INDEX ts_a_g ON ts_a (g);
+CREATE TABLE ts_b (id int, a_id int NOT NULL);
+INSERT INTO ts_b SELECT i, (i * 7) % 20000 + 1 FROM generate_series(1, 3000) i;
+CREATE TABLE ts_p (k int, v int) PARTITION BY RANGE (k);
+CREATE TABLE ts_p1 PARTITION OF ts_p FOR VALUES FROM (0) TO (1000);
+CREATE TABLE ts_p2 PARTITION OF ts_p FOR VALUES FROM (1000) TO (2000);
+CREATE TABLE ts_p3 PARTITION OF ts_p FOR VALUES FROM (2000) TO (3000);
+INSERT INTO ts_p SELECT i, i % 7 FROM generate_series(0, 2999) i;
+CREATE INDEX ON ts_p (k);
+CREATE TABLE ts_w (id int, pad text);
+VACUUM ANALYZE ts_a, ts_b, ts_p;
+
+SET max_parallel_workers_per_gather = 0;
+SET jit = off;
+
+--
+-- Which nodes get the TSC wrapper: the hook reports at DEBUG1 how many
+-- plan nodes it bound.  Only timed queries under the TSC are bound.
+--
+SET client_min_messages = debug1;
+SET timing_clock_source = :'src';
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS timed;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
+							'ANALYZE, TIMING OFF') IS NOT NULL AS timing_off;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
+							'ANALYZE false') IS NOT NULL AS not_analyzed;
+-- initPlan, subPlan and their children are bound too
+SELECT pg_temp.explain_json($$
+	SELECT (SELECT max(id) FROM ts_b),
+		   (SELECT count(*) FROM ts_b b WHERE b.a_id = a.id)
+	FROM ts_a a WHERE a.id < 3
+$$) IS NOT NULL AS with_subplans;
+SET timing_clock_source = 'system';
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS system_clock;
+-- the setting of the moment counts, also inside a transaction
+BEGIN;
+SET LOCAL timing_clock_source = :'src';
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS set_local;
+COMMIT;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS after_commit;
+RESET client_min_messages;
+RESET timing_clock_source;
+
+-- Plan text without numbers is the same under both clocks
+SET timing_clock_source = :'src';
+EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF)
+SELECT a.g, count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id GROUP BY a.g ORDER BY a.g;
+SET timing_clock_source = 'system';
+EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF)
+SELECT a.g, count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id GROUP BY a.g ORDER BY a.g;
+RESET timing_clock_source;
+
+--
+-- Consistent, non-negative times for every kind of node.
+--
+-- nested loop: inner index scan rescanned once per outer row
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_b b JOIN ts_a a ON a.id = b.a_id');
+-- nested loop over a rescanned Materialize
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_b b JOIN ts_p p ON p.k = b.id % 100 WHERE b.id < 200');
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+-- hash join (Hash is run through MultiExecProcNode)
+SET enable_nestloop = off;
+SET enable_mergejoin = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id');
+RESET enable_mergejoin;
+-- merge join over sorts
+SET enable_hashjoin = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.g');
+RESET enable_hashjoin;
+RESET enable_nestloop;
+-- bitmap heap scan over BitmapOr of two bitmap index scans
+SET enable_seqscan = off;
+SET enable_indexscan = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_a WHERE g = 3 OR id < 100');
+RESET enable_seqscan;
+RESET enable_indexscan;
+-- CTE scanned twice
+SELECT * FROM pg_temp.check_query($$
+	WITH c AS MATERIALIZED (SELECT g, count(*) AS n FROM ts_a GROUP BY g)
+	SELECT count(*) FROM c c1 JOIN c c2 ON c1.g = c2.g + 1$$);
+-- correlated subplan and an initPlan
+SELECT * FROM pg_temp.check_query($$
+	SELECT count(*) FROM ts_b b
+	WHERE b.a_id > (SELECT avg(a.id) FROM ts_a a WHERE a.id BETWEEN b.id AND b.id + 50)
+	  AND b.id < (SELECT max(id) - 100 FROM ts_b)$$);
+-- Append and MergeAppend over partitions, Limit
+SELECT * FROM pg_temp.check_query('SELECT count(*) FROM ts_p WHERE v > 2');
+SELECT * FROM pg_temp.check_query('SELECT * FROM ts_p ORDER BY k DESC LIMIT 5');
+-- Subquery Scan, window function, sort, unique
+-- (index-only scan off: its choice over a seq scan here depends on the
+-- visibility map, which autovacuum may or may not have set yet)
+SET enable_indexonlyscan = off;
+SELECT * FROM pg_temp.check_query($$
+	SELECT * FROM (SELECT g, count(*) AS n FROM ts_a GROUP BY g LIMIT 5) s
+	WHERE s.n > 0$$);
+RESET enable_indexonlyscan;
+SELECT * FROM pg_temp.check_query($$
+	SELECT DISTINCT g, rank() OVER (PARTITION BY g ORDER BY id % 3)
+	FROM ts_a ORDER BY 1, 2 LIMIT 10$$);
+-- set-returning functions, VALUES, recursive CTE
+SELECT * FROM pg_temp.check_query($$
+	WITH RECURSIVE r(n) AS (VALUES (1) UNION ALL SELECT n + 1 FROM r WHERE n < 100)
+	SELECT count(*) FROM r, generate_series(1, 10) g$$);
+-- buffer and WAL usage per node (the wrapper that also counts usage);
+-- buffer counts are compared under both clocks by same_shape
+SELECT * FROM pg_temp.check_query('SELECT count(*) FROM ts_a WHERE pad <> $$y$$',
+								  'ANALYZE, BUFFERS, WAL');
+BEGIN;
+SET LOCAL timing_clock_source = :'src';
+SELECT pg_temp.violations(d) AS violations,
+	   (d #>> '{Plan,WAL Records}')::int > 0 AS wal_counted,
+	   (d #>> '{Plan,Shared Hit Blocks}')::int +
+	   (d #>> '{Plan,Shared Dirtied Blocks}')::int > 0 AS buffers_counted
+FROM pg_temp.explain_json(
+	'INSERT INTO ts_w SELECT i, repeat($$w$$, 100) FROM generate_series(1, 2000) i',
+	'ANALYZE, BUFFERS, WAL') AS d;
+ROLLBACK;
+
+-- parallel query: Gather, partial aggregate, parallel hash join
+SET max_parallel_workers_per_gather = 2;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET parallel_leader_participation = on;
+SELECT * FROM pg_temp.check_query('SELECT count(*) FROM ts_a', 'ANALYZE', false);
+SET enable_nestloop = off;
+SET enable_mergejoin = off;
+SELECT * FROM pg_temp.check_query(
+	'SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id', 'ANALYZE', false);
+RESET enable_nestloop;
+RESET enable_mergejoin;
+RESET max_parallel_workers_per_gather;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET parallel_leader_participation;
+SET max_parallel_workers_per_gather = 0;
+
+--
+-- Changing the clock source while a query runs never yields negative or
+-- absurd times: the clock is bound when the executor starts.  Both
+-- directions, once for the whole query and once flipping on every row.
+--
+CREATE FUNCTION pg_temp.switch_check(query text)
+RETURNS TABLE (violations text[], slept_enough bool, setting_after text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	d jsonb;
+BEGIN
+	d := pg_temp.explain_json(query);
+	violations := pg_temp.violations(d);
+	slept_enough := (d #>> '{Plan,Actual Total Time}')::float8 >= 99.0;
+	setting_after := current_setting('timing_clock_source');
+	RETURN NEXT;
+END
+$$;
+SET timing_clock_source = :'src';
+SELECT * FROM pg_temp.switch_check(
+	$$SELECT set_config('timing_clock_source', 'system', true), pg_sleep(0.1)$$);
+SHOW timing_clock_source;
+SET timing_clock_source = 'system';
+SELECT * FROM pg_temp.switch_check(
+	format($$SELECT set_config('timing_clock_source', %L, true), pg_sleep(0.1)$$,
+		   :'src'));
+SHOW timing_clock_source;
+SET timing_clock_source = :'src';
+SELECT * FROM pg_temp.switch_check(format($$
+	SELECT set_config('timing_clock_source',
+					  CASE WHEN mod(i, 2) = 0 THEN 'system' ELSE %L END, true),
+		   pg_sleep(0.02)
+	FROM generate_series(1, 5) i$$, :'src'));
+RESET timing_clock_source;
+
+DROP TABLE ts_a, ts_b, ts_p, ts_w;

@@ -1,0 +1,36 @@
+--
+-- timing_source_tsc(): shape and consistency (host-independent output).
+--
+SELECT count(*) AS rows FROM timing_source_tsc();
+
+SELECT a.name, a.type
+  FROM pg_proc p,
+       unnest(p.proargnames, p.proallargtypes::regtype[]) WITH ORDINALITY AS a(name, type, n)
+ WHERE p.oid = 'timing_source_tsc()'::regprocedure
+ ORDER BY a.n;
+
+SELECT
+    (reason_unusable IS NULL) = available AS reason_null_iff_available,
+    NOT available OR frequency_khz BETWEEN 100000 AND 20000000 AS frequency_plausible,
+    NOT available OR (rdtscp AND invariant) AS usable_needs_rdtscp_and_invariant,
+    frequency_source ~ '^(x86, (hypervisor \([^)]+\), )?(cpuid 0x(15|16|40000010)|calibration|unknown)|none)$'
+        AS source_well_formed,
+    (frequency_source ~ 'calibration$') <= (calibrated_khz IS NOT NULL) AS calibrated_source_has_value,
+    (calibration_ppm IS NOT NULL) = (frequency_source ~ 'cpuid' AND calibrated_khz IS NOT NULL)
+        AS ppm_iff_cpuid_and_calibration,
+    NOT available OR calibration_ppm IS NULL OR abs(calibration_ppm) <= 100000 AS crosscheck_holds,
+    (frequency_source ~ 'calibration$') <= (frequency_khz = calibrated_khz) AS calibrated_frequency_in_use,
+    (hypervisor IS NOT NULL) = (frequency_source ~ 'hypervisor') AS hypervisor_named_in_source,
+    NOT in_use OR available AS in_use_needs_available
+  FROM timing_source_tsc();
+
+-- in_use follows the setting
+SET timing_clock_source = 'system';
+SELECT in_use FROM timing_source_tsc();
+RESET timing_clock_source;
+SELECT in_use = (current_setting('timing_clock_source') = 'auto (tsc)') AS in_use_follows_auto
+  FROM timing_source_tsc();
+
+-- repeated calls give the same answer: detection is done once per process
+SELECT count(DISTINCT (available, frequency_khz, frequency_source, calibrated_khz)) AS distinct_answers
+  FROM generate_series(1, 5), LATERAL timing_source_tsc();
