@@ -131,7 +131,7 @@ SELECT CASE WHEN (SELECT rdtscp FROM tsc)
     ok((SELECT bool_and((ppm_vs_in_use IS NULL) = (frequency_khz IS NULL OR (SELECT frequency_khz IS NULL FROM tsc)))
           FROM timing_source_calibrate(3)),
        'calibrate: ppm_vs_in_use is NULL exactly when a frequency is missing'))
-  ELSE skip('the CPU has no RDTSCP, calibration is refused (see diag_tsc)', 5)
+  ELSE skip('the CPU has no RDTSCP, calibration is refused (see tsdiag_tsc)', 5)
   END;
 
 -- the report

@@ -3,8 +3,10 @@
 -- setting left as it was, rows through timed nodes.
 --
 SET client_min_messages = warning;
+-- init creates the extension; this lets the file also run on its own
 CREATE EXTENSION IF NOT EXISTS timing_source;
 RESET client_min_messages;
+
 -- shape: one row per mode in order; tsc is present exactly when usable
 SELECT mode, runs, min_ms > 0 AS min_pos, median_ms >= min_ms AS median_ge_min,
        ratio_vs_off > 0 AS ratio_pos,
@@ -12,21 +14,10 @@ SELECT mode, runs, min_ms > 0 AS min_pos, median_ms >= min_ms AS median_ge_min,
        (overhead_ns_per_row IS NULL) = (mode IN ('plain', 'timing off')) AS overhead_null
   FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 1000)', 3)
  WHERE mode <> 'tsc';
-    mode    | runs | min_pos | median_ge_min | ratio_pos | off_is_one | overhead_null 
-------------+------+---------+---------------+-----------+------------+---------------
- plain      |    3 | t       | t             | t         | t          | t
- timing off |    3 | t       | t             | t         | t          | t
- system     |    3 | t       | t             | t         | t          | t
-(3 rows)
-
 SELECT count(*) FILTER (WHERE mode = 'tsc') =
        (SELECT available::int FROM timing_source_tsc()) AS tsc_row_iff_available,
        count(*) FILTER (WHERE mode = 'tsc' AND overhead_ns_per_row IS NULL) AS tsc_without_overhead
   FROM timing_source_compare('SELECT 1', 1);
- tsc_row_iff_available | tsc_without_overhead 
------------------------+----------------------
- t                     |                    0
-(1 row)
 
 -- rows through timed nodes: Actual Rows x Actual Loops summed over all
 -- nodes, recovered from overhead_ns_per_row = (median - median of timing
@@ -39,102 +30,32 @@ WITH r AS MATERIALIZED (
 SELECT round((s.median_ms - o.median_ms) * 1e6 / (2 * s.overhead_ns_per_row)) AS rows_through_timed_nodes
   FROM r s, r o
  WHERE s.mode = 'system' AND o.mode = 'timing off';
- rows_through_timed_nodes 
---------------------------
-                     1020
-(1 row)
 
 -- a data-modifying query leaves nothing behind
 CREATE TABLE diag_t (x int PRIMARY KEY);
 SELECT mode, runs FROM timing_source_compare('INSERT INTO diag_t VALUES (1)', 3) WHERE mode <> 'tsc';
-    mode    | runs 
-------------+------
- plain      |    3
- timing off |    3
- system     |    3
-(3 rows)
-
 SELECT count(*) FROM diag_t;
- count 
--------
-     0
-(1 row)
-
 SELECT mode FROM timing_source_compare(
   'WITH d AS (INSERT INTO diag_t SELECT g FROM generate_series(1, 100) g RETURNING x) SELECT count(*) FROM d', 2)
  WHERE mode <> 'tsc';
-    mode    
-------------
- plain
- timing off
- system
-(3 rows)
-
 SELECT count(*) FROM diag_t;
- count 
--------
-     0
-(1 row)
-
 INSERT INTO diag_t VALUES (1), (2);
 SELECT mode FROM timing_source_compare('DELETE FROM diag_t', 2) WHERE mode = 'plain';
- mode  
--------
- plain
-(1 row)
-
 SELECT mode FROM timing_source_compare('UPDATE diag_t SET x = x + 10', 2) WHERE mode = 'plain';
- mode  
--------
- plain
-(1 row)
-
 SELECT x FROM diag_t ORDER BY x;
- x 
----
- 1
- 2
-(2 rows)
 
 -- the session's timing_clock_source is the same afterwards (shown without
 -- the host-dependent "(tsc)" or "(system)" that SHOW adds to auto)
 SET timing_clock_source = 'system';
 SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 2);
- ran 
------
- t
-(1 row)
-
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 -- ... even when the query itself changes it
 SELECT count(*) > 0 AS ran FROM timing_source_compare(
   $$SELECT set_config('timing_clock_source', 'auto', false)$$, 2);
- ran 
------
- t
-(1 row)
-
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 -- ... and after an error
 SELECT * FROM timing_source_compare('SELECT 1/0', 2);
-ERROR:  division by zero
-CONTEXT:  SQL statement "SELECT 1/0"
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 -- ... and when the error is caught by the caller: our subtransaction is
 -- gone, the caller's handler and what follows work normally
 DO $$
@@ -145,82 +66,32 @@ EXCEPTION WHEN division_by_zero THEN
     current_setting('timing_clock_source');
 END
 $$;
-NOTICE:  caught "division by zero", timing_clock_source = system
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 -- ... and inside a transaction, with a savepoint rolled back
 BEGIN;
 SET LOCAL timing_clock_source = 'auto';
 SAVEPOINT s;
 SELECT * FROM timing_source_compare('SELECT * FROM diag_no_such_table', 1);
-ERROR:  relation "diag_no_such_table" does not exist
-LINE 1: SELECT * FROM diag_no_such_table
-                      ^
-QUERY:  SELECT * FROM diag_no_such_table
 ROLLBACK TO SAVEPOINT s;
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- auto
-(1 row)
-
 SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 1);
- ran 
------
- t
-(1 row)
-
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- auto
-(1 row)
-
 COMMIT;
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 -- a session-level SET earlier in the same transaction is kept
 BEGIN;
 SET timing_clock_source = 'auto';
 SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 1);
- ran 
------
- t
-(1 row)
-
 COMMIT;
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- auto
-(1 row)
-
 SET timing_clock_source = 'system';
+
 -- a cancelled compare (statement_timeout in the middle of a run)
 SET statement_timeout = '200ms';
 SELECT * FROM timing_source_compare('SELECT pg_sleep(5)', 1);
-ERROR:  canceling statement due to statement timeout
-CONTEXT:  SQL statement "SELECT pg_sleep(5)"
 RESET statement_timeout;
 SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
- timing_clock_source 
----------------------
- system
-(1 row)
-
 SELECT count(*) FROM diag_t;
- count 
--------
-     2
-(1 row)
 
 RESET timing_clock_source;
 DROP TABLE diag_t;

@@ -1,8 +1,9 @@
 --
 -- Diagnostics: argument checking and every error path that does not
--- depend on the host's TSC (see diag_tsc for those).
+-- depend on the host's TSC (see tsdiag_tsc for those).
 --
 SET client_min_messages = warning;
+-- init creates the extension; this lets the file also run on its own
 CREATE EXTENSION IF NOT EXISTS timing_source;
 RESET client_min_messages;
 
