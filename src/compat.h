@@ -151,4 +151,20 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 
 #endif							/* TS_HAVE_EXECUTOR_HOOK */
 
+/* ----------------------------------------------------------------------
+ * Diagnostics (src/diagnostics.c)
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * InitMaterializedSRF() and its MAT_SRF_* flags are the 15.1 names of
+ * 15.0's SetSingleFuncCall() and SRF_SINGLE_*.  Macros only, so funcapi.h
+ * need not be included here.
+ */
+#if PG_VERSION_NUM < 150001
+#define InitMaterializedSRF(fcinfo, flags)	SetSingleFuncCall(fcinfo, flags)
+#define MAT_SRF_USE_EXPECTED_DESC	SRF_SINGLE_USE_EXPECTED
+#define MAT_SRF_BLESS				SRF_SINGLE_BLESS
+#endif
+
 #endif							/* TS_COMPAT_H */

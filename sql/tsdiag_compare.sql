@@ -1,0 +1,97 @@
+--
+-- timing_source_compare(): rolled-back subtransactions, the session's
+-- setting left as it was, rows through timed nodes.
+--
+SET client_min_messages = warning;
+-- init creates the extension; this lets the file also run on its own
+CREATE EXTENSION IF NOT EXISTS timing_source;
+RESET client_min_messages;
+
+-- shape: one row per mode in order; tsc is present exactly when usable
+SELECT mode, runs, min_ms > 0 AS min_pos, median_ms >= min_ms AS median_ge_min,
+       ratio_vs_off > 0 AS ratio_pos,
+       (mode = 'timing off') = (ratio_vs_off = 1) AS off_is_one,
+       (overhead_ns_per_row IS NULL) = (mode IN ('plain', 'timing off')) AS overhead_null
+  FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 1000)', 3)
+ WHERE mode <> 'tsc';
+SELECT count(*) FILTER (WHERE mode = 'tsc') =
+       (SELECT available::int FROM timing_source_tsc()) AS tsc_row_iff_available,
+       count(*) FILTER (WHERE mode = 'tsc' AND overhead_ns_per_row IS NULL) AS tsc_without_overhead
+  FROM timing_source_compare('SELECT 1', 1);
+
+-- rows through timed nodes: Actual Rows x Actual Loops summed over all
+-- nodes, recovered from overhead_ns_per_row = (median - median of timing
+-- off) / (2 x rows).  Outer scan 10 rows; correlated subplan run 10 times,
+-- its aggregate 1 row and its filtered scan 100 rows per loop:
+-- 10 + 10 + 1000 = 1020.
+WITH r AS MATERIALIZED (
+  SELECT * FROM timing_source_compare(
+    'SELECT (SELECT count(*) FROM generate_series(1, 100) g WHERE g > a - a) FROM generate_series(1, 10) a', 1))
+SELECT round((s.median_ms - o.median_ms) * 1e6 / (2 * s.overhead_ns_per_row)) AS rows_through_timed_nodes
+  FROM r s, r o
+ WHERE s.mode = 'system' AND o.mode = 'timing off';
+
+-- a data-modifying query leaves nothing behind
+CREATE TABLE diag_t (x int PRIMARY KEY);
+SELECT mode, runs FROM timing_source_compare('INSERT INTO diag_t VALUES (1)', 3) WHERE mode <> 'tsc';
+SELECT count(*) FROM diag_t;
+SELECT mode FROM timing_source_compare(
+  'WITH d AS (INSERT INTO diag_t SELECT g FROM generate_series(1, 100) g RETURNING x) SELECT count(*) FROM d', 2)
+ WHERE mode <> 'tsc';
+SELECT count(*) FROM diag_t;
+INSERT INTO diag_t VALUES (1), (2);
+SELECT mode FROM timing_source_compare('DELETE FROM diag_t', 2) WHERE mode = 'plain';
+SELECT mode FROM timing_source_compare('UPDATE diag_t SET x = x + 10', 2) WHERE mode = 'plain';
+SELECT x FROM diag_t ORDER BY x;
+
+-- the session's timing_clock_source is the same afterwards (shown without
+-- the host-dependent "(tsc)" or "(system)" that SHOW adds to auto)
+SET timing_clock_source = 'system';
+SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 2);
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+-- ... even when the query itself changes it
+SELECT count(*) > 0 AS ran FROM timing_source_compare(
+  $$SELECT set_config('timing_clock_source', 'auto', false)$$, 2);
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+-- ... and after an error
+SELECT * FROM timing_source_compare('SELECT 1/0', 2);
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+-- ... and when the error is caught by the caller: our subtransaction is
+-- gone, the caller's handler and what follows work normally
+DO $$
+BEGIN
+  PERFORM * FROM timing_source_compare('SELECT 1/0', 2);
+EXCEPTION WHEN division_by_zero THEN
+  RAISE NOTICE 'caught "%", timing_clock_source = %', SQLERRM,
+    current_setting('timing_clock_source');
+END
+$$;
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+-- ... and inside a transaction, with a savepoint rolled back
+BEGIN;
+SET LOCAL timing_clock_source = 'auto';
+SAVEPOINT s;
+SELECT * FROM timing_source_compare('SELECT * FROM diag_no_such_table', 1);
+ROLLBACK TO SAVEPOINT s;
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 1);
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+COMMIT;
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+-- a session-level SET earlier in the same transaction is kept
+BEGIN;
+SET timing_clock_source = 'auto';
+SELECT count(*) > 0 AS ran FROM timing_source_compare('SELECT 1', 1);
+COMMIT;
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+SET timing_clock_source = 'system';
+
+-- a cancelled compare (statement_timeout in the middle of a run)
+SET statement_timeout = '200ms';
+SELECT * FROM timing_source_compare('SELECT pg_sleep(5)', 1);
+RESET statement_timeout;
+SELECT split_part(current_setting('timing_clock_source'), ' ', 1) AS timing_clock_source;
+SELECT count(*) FROM diag_t;
+
+RESET timing_clock_source;
+DROP TABLE diag_t;

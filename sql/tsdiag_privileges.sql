@@ -1,0 +1,64 @@
+--
+-- The diagnostics burn CPU and reveal host details: EXECUTE is revoked
+-- from PUBLIC and granted to pg_monitor.
+--
+SET client_min_messages = warning;
+-- init creates the extension; this lets the file also run on its own
+CREATE EXTENSION IF NOT EXISTS timing_source;
+DROP ROLE IF EXISTS regress_ts_nobody;
+DROP ROLE IF EXISTS regress_ts_monitor;
+RESET client_min_messages;
+
+CREATE ROLE regress_ts_nobody;
+CREATE ROLE regress_ts_monitor IN ROLE pg_monitor;
+
+-- every function of the extension, as the catalog sees it
+SELECT p.oid::regprocedure AS function,
+       has_function_privilege('public', p.oid, 'EXECUTE') AS public,
+       has_function_privilege('regress_ts_nobody', p.oid, 'EXECUTE') AS nobody,
+       has_function_privilege('regress_ts_monitor', p.oid, 'EXECUTE') AS monitor
+  FROM pg_depend d
+  JOIN pg_extension e ON e.oid = d.refobjid AND d.refclassid = 'pg_extension'::regclass
+  JOIN pg_proc p ON p.oid = d.objid AND d.classid = 'pg_proc'::regclass
+ WHERE e.extname = 'timing_source'
+ ORDER BY p.proname;
+
+-- an unprivileged role is refused
+SET ROLE regress_ts_nobody;
+SELECT count(*) FROM timing_source_tsc();
+SELECT count(*) FROM timing_source_histogram('system', 0.01);
+SELECT count(*) FROM timing_source_durations('system', 0.01);
+SELECT count(*) FROM timing_source_test(0.01);
+SELECT count(*) FROM timing_source_calibrate(1);
+SELECT count(*) FROM timing_source_report(0.01);
+SELECT count(*) FROM timing_source_compare('SELECT 1', 1);
+-- ... also before argument checking
+SELECT count(*) FROM timing_source_histogram('hpet', 0);
+RESET ROLE;
+
+-- a member of pg_monitor is not
+SET ROLE regress_ts_monitor;
+SELECT count(*) AS rows FROM timing_source_tsc();
+SELECT count(*) > 0 AS ok FROM timing_source_histogram('system', 0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_durations('system', 0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_test(0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_report(0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_compare('SELECT 1', 1);
+-- calibrate: allowed; it may still refuse a host without RDTSCP
+DO $$
+BEGIN
+  PERFORM timing_source_calibrate(1);
+  RAISE NOTICE 'calibrate allowed';
+EXCEPTION WHEN OTHERS THEN
+  IF SQLSTATE = '42501' THEN
+    RAISE;
+  END IF;
+  RAISE NOTICE 'calibrate allowed';
+END
+$$;
+-- argument errors still come first for those allowed to call
+SELECT count(*) FROM timing_source_histogram('hpet', 0.01);
+RESET ROLE;
+
+DROP ROLE regress_ts_nobody;
+DROP ROLE regress_ts_monitor;

@@ -1,0 +1,26 @@
+--
+-- Diagnostics with the TSC sources.  Two expected outputs: tsdiag_tsc.out
+-- where the TSC is usable, tsdiag_tsc_1.out where it is not (the error
+-- detail names the host's reason, so it is not shown here).
+--
+SET client_min_messages = warning;
+-- init creates the extension; this lets the file also run on its own
+CREATE EXTENSION IF NOT EXISTS timing_source;
+RESET client_min_messages;
+
+SELECT available FROM timing_source_tsc();
+
+\set VERBOSITY terse
+SELECT count(*) > 0 AS ok FROM timing_source_histogram('rdtsc', 0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_histogram('RDTSCP', 0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_durations('rdtsc', 0.01);
+SELECT count(*) > 0 AS ok FROM timing_source_durations('rdtscp', 0.01, 50);
+\set VERBOSITY default
+
+-- only the sources that can be measured
+SELECT source FROM timing_source_test(0.01) ORDER BY source;
+SELECT mode FROM timing_source_compare('SELECT 1', 1);
+SELECT count(*) FILTER (WHERE line LIKE 'Average loop time including overhead: % ns') AS sections,
+       count(*) FILTER (WHERE line LIKE 'TSC frequency in use: % kHz') AS tsc_in_use,
+       count(*) FILTER (WHERE line LIKE 'TSC clock source is not usable: %') AS tsc_unusable
+  FROM timing_source_report(0.01) AS line;

@@ -1,0 +1,1166 @@
+/*-------------------------------------------------------------------------
+ *
+ * diagnostics.c
+ *	  Clock diagnostics as rows: what pg_test_timing prints, from SQL.
+ *
+ *	  timing_source_histogram	 log2 histogram of back-to-back reads
+ *	  timing_source_durations	 exact observed differences up to a cutoff
+ *	  timing_source_test		 one summary row per available source
+ *	  timing_source_calibrate	 TSC calibration runs
+ *	  timing_source_report		 the whole pg_test_timing-style report
+ *	  timing_source_compare		 EXPLAIN ANALYZE overhead of a user query
+ *
+ * The measurement loop reads a counter back to back, exactly like
+ * pg_test_timing: one read, a subtraction, a conversion to nanoseconds, a
+ * bucket increment, and (when an exact table is wanted) a direct-count
+ * increment.  Interrupts are checked once every TS_CFI_INTERVAL loops,
+ * which is a fraction of a millisecond at any plausible read cost, so
+ * cancel and statement_timeout act promptly without a per-loop cost.
+ *
+ * Memory is bounded: the log2 histogram is 65 counters; the exact table
+ * holds counts for differences below TS_NUM_DIRECT ns only (80 kB), and
+ * above that only the bucket and the largest difference are kept, as
+ * pg_test_timing does.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "port/pg_bitutils.h"
+#include "tcop/cmdtag.h"
+#include "tcop/dest.h"
+#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/fmgrprotos.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/resowner.h"
+#include "utils/tuplestore.h"
+
+#include "timing_source.h"
+
+PG_FUNCTION_INFO_V1(timing_source_histogram);
+PG_FUNCTION_INFO_V1(timing_source_durations);
+PG_FUNCTION_INFO_V1(timing_source_test);
+PG_FUNCTION_INFO_V1(timing_source_calibrate);
+PG_FUNCTION_INFO_V1(timing_source_report);
+PG_FUNCTION_INFO_V1(timing_source_compare);
+
+/* exact counts are kept for differences below this many nanoseconds */
+#define TS_NUM_DIRECT		10000
+
+/* bucket 0 holds 0 ns, bucket k (1..64) holds [2^(k-1), 2^k - 1] ns */
+#define TS_NUM_BUCKETS		65
+
+/*
+ * Check for interrupts once every this many loops (a power of two).  At
+ * 20-40 ns per loop that is every 80-160 us; even at 1 us per loop (a
+ * system clock read through a syscall) it is every 4 ms.
+ */
+#define TS_CFI_INTERVAL		4096
+
+/* argument limits */
+#define TS_MAX_DURATION		3600.0
+#define TS_MAX_CALIBRATE_RUNS	1000
+#define TS_MAX_COMPARE_RUNS	100
+
+typedef enum DiagSource
+{
+	DIAG_SYSTEM,
+	DIAG_RDTSCP,
+	DIAG_RDTSC
+} DiagSource;
+
+static const char *const diag_source_names[] = {"system", "rdtscp", "rdtsc"};
+
+/* Result of one measurement run */
+typedef struct TimingRun
+{
+	DiagSource	source;
+	uint64		loops;			/* differences recorded */
+	uint64		backwards;		/* readings lower than the previous one */
+	uint64		elapsed_ns;		/* wall time of the loop (system clock) */
+	uint64		largest;		/* largest difference, ns */
+	uint64		largest_count;
+	uint64		buckets[TS_NUM_BUCKETS];
+	uint64	   *direct;			/* TS_NUM_DIRECT counts, or NULL */
+} TimingRun;
+
+
+/* ---------------------------------------------------------------------
+ * Argument checking
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Map a source name to a DiagSource, complaining about unknown names and
+ * about TSC sources where the TSC cannot be used.
+ */
+static DiagSource
+parse_source(text *arg)
+{
+	char	   *name = text_to_cstring(arg);
+	DiagSource	src;
+
+	if (pg_strcasecmp(name, "system") == 0)
+		src = DIAG_SYSTEM;
+	else if (pg_strcasecmp(name, "rdtscp") == 0)
+		src = DIAG_RDTSCP;
+	else if (pg_strcasecmp(name, "rdtsc") == 0)
+		src = DIAG_RDTSC;
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid clock source \"%s\"", name),
+				 errhint("Valid sources are \"system\", \"rdtscp\" and \"rdtsc\".")));
+
+	if (src != DIAG_SYSTEM)
+	{
+		ts_ensure_detected();
+		if (!tsclock_info.usable)
+			ts_report_tsc_unusable(diag_source_names[src]);
+	}
+	pfree(name);
+	return src;
+}
+
+static double
+check_duration(double duration)
+{
+	/* written so that NaN fails too */
+	if (!(duration > 0 && duration <= TS_MAX_DURATION))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("duration %s is out of range",
+						float8out_internal(duration)),
+				 errdetail("The duration must be greater than 0 and at most %g seconds.",
+						   TS_MAX_DURATION)));
+	return duration;
+}
+
+static double
+check_cutoff(double cutoff)
+{
+	if (!(cutoff > 0 && cutoff <= 100))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cutoff %s is out of range",
+						float8out_internal(cutoff)),
+				 errdetail("The cutoff is a percentage greater than 0 and at most 100.")));
+	return cutoff;
+}
+
+static int
+check_runs(int runs, int max)
+{
+	if (runs < 1 || runs > max)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("runs %d is out of range", runs),
+				 errdetail("The number of runs must be between 1 and %d.", max)));
+	return runs;
+}
+
+
+/* ---------------------------------------------------------------------
+ * The measurement loop
+ * ---------------------------------------------------------------------
+ */
+
+static pg_attribute_always_inline uint64
+read_counter(DiagSource source)
+{
+#ifdef TSCLOCK_HAVE_TSC
+	if (source == DIAG_RDTSCP)
+		return tsclock_rdtscp();
+	if (source == DIAG_RDTSC)
+		return tsclock_rdtsc();
+#endif
+	return tsclock_system_ns();
+}
+
+/*
+ * Read the counter back to back for duration_ns and record the
+ * differences.  Always inlined with constant source and want_direct, so
+ * that each caller below gets its own specialized loop.
+ *
+ * A reading lower than the previous one counts in run->backwards and is
+ * recorded as a difference of 0 ns, so that the counts still add up to
+ * the number of loops.
+ */
+static pg_attribute_always_inline void
+timing_loop(TimingRun *run, DiagSource source, uint64 duration_ns,
+			bool want_direct)
+{
+	uint64	   *buckets = run->buckets;
+	uint64	   *direct = run->direct;
+	uint64		mult = tsclock_info.mult;
+	uint64		loops = 0,
+				backwards = 0,
+				largest = 0,
+				largest_count = 0;
+	uint64		start_ns,
+				prev,
+				cur,
+				end;
+
+	start_ns = tsclock_system_ns();
+	cur = read_counter(source);
+	if (source == DIAG_SYSTEM)
+		end = cur + duration_ns;
+	else
+		end = cur + (uint64) ((double) duration_ns *
+							  (double) tsclock_info.khz / 1e6);
+
+	do
+	{
+		int64		diff;
+		uint64		ns;
+
+		prev = cur;
+		cur = read_counter(source);
+		diff = (int64) (cur - prev);
+
+		if (unlikely(diff < 0))
+		{
+			backwards++;
+			ns = 0;
+		}
+		else if (source == DIAG_SYSTEM)
+			ns = (uint64) diff;
+		else
+			ns = tsclock_ticks_to_ns_mult((uint64) diff, mult);
+
+		buckets[ns == 0 ? 0 : pg_leftmost_one_pos64(ns) + 1]++;
+
+		if (want_direct && ns < TS_NUM_DIRECT)
+			direct[ns]++;
+
+		if (ns > largest)
+		{
+			largest = ns;
+			largest_count = 1;
+		}
+		else if (ns == largest)
+			largest_count++;
+
+		loops++;
+		if (unlikely((loops & (TS_CFI_INTERVAL - 1)) == 0))
+			CHECK_FOR_INTERRUPTS();
+	} while ((int64) (end - cur) > 0);
+
+	run->elapsed_ns = tsclock_system_ns() - start_ns;
+	run->loops = loops;
+	run->backwards = backwards;
+	run->largest = largest;
+	run->largest_count = largest_count;
+}
+
+/* One function per specialization, so each loop is compiled on its own */
+static pg_noinline void
+loop_system(TimingRun *run, uint64 ns, bool want_direct)
+{
+	if (want_direct)
+		timing_loop(run, DIAG_SYSTEM, ns, true);
+	else
+		timing_loop(run, DIAG_SYSTEM, ns, false);
+}
+
+#ifdef TSCLOCK_HAVE_TSC
+static pg_noinline void
+loop_rdtscp(TimingRun *run, uint64 ns, bool want_direct)
+{
+	if (want_direct)
+		timing_loop(run, DIAG_RDTSCP, ns, true);
+	else
+		timing_loop(run, DIAG_RDTSCP, ns, false);
+}
+
+static pg_noinline void
+loop_rdtsc(TimingRun *run, uint64 ns, bool want_direct)
+{
+	if (want_direct)
+		timing_loop(run, DIAG_RDTSC, ns, true);
+	else
+		timing_loop(run, DIAG_RDTSC, ns, false);
+}
+#endif
+
+/*
+ * Measure source for duration seconds.  With want_direct, the exact table
+ * is allocated in the current memory context.
+ */
+static void
+measure(TimingRun *run, DiagSource source, double duration, bool want_direct)
+{
+	uint64		duration_ns = (uint64) llround(duration * 1e9);
+
+	memset(run, 0, sizeof(*run));
+	run->source = source;
+	if (want_direct)
+		run->direct = palloc0(sizeof(uint64) * TS_NUM_DIRECT);
+
+	switch (source)
+	{
+		case DIAG_SYSTEM:
+			loop_system(run, duration_ns, want_direct);
+			break;
+#ifdef TSCLOCK_HAVE_TSC
+		case DIAG_RDTSCP:
+			loop_rdtscp(run, duration_ns, want_direct);
+			break;
+		case DIAG_RDTSC:
+			loop_rdtsc(run, duration_ns, want_direct);
+			break;
+#else
+		default:
+			/* parse_source() has already refused these */
+			elog(ERROR, "clock source \"%s\" is not compiled in",
+				 diag_source_names[source]);
+#endif
+	}
+}
+
+static void
+warn_backwards(const TimingRun *run)
+{
+	if (run->backwards > 0)
+		ereport(WARNING,
+				(errmsg("clock source \"%s\" went backwards %llu times in %llu readings",
+						diag_source_names[run->source],
+						(unsigned long long) run->backwards,
+						(unsigned long long) run->loops),
+				 errdetail("Those differences are counted as 0 ns.")));
+}
+
+static inline int64
+bucket_upper_bound(int k)
+{
+	/* 2^k - 1, clamped for the (unreachable) top buckets */
+	if (k >= 63)
+		return PG_INT64_MAX;
+	return (int64) ((UINT64CONST(1) << k) - 1);
+}
+
+static int
+highest_bucket(const TimingRun *run)
+{
+	int			k = TS_NUM_BUCKETS - 1;
+
+	while (k > 0 && run->buckets[k] == 0)
+		k--;
+	return k;
+}
+
+static inline double
+percent(uint64 part, uint64 whole)
+{
+	return (double) part * 100.0 / (double) whole;
+}
+
+/*
+ * Smallest difference d such that at least fraction p of all differences
+ * are <= d.  Exact below TS_NUM_DIRECT ns and for the largest difference;
+ * in between, the upper bound of the log2 bucket (at most the largest).
+ */
+static int64
+run_percentile(const TimingRun *run, double p)
+{
+	uint64		rank = (uint64) ceil(p * (double) run->loops);
+	uint64		cum = 0;
+
+	if (rank < 1)
+		rank = 1;
+	for (int i = 0; i < TS_NUM_DIRECT; i++)
+	{
+		cum += run->direct[i];
+		if (cum >= rank)
+			return i;
+	}
+	if (rank > run->loops - run->largest_count)
+		return (int64) run->largest;
+
+	/* count the differences >= TS_NUM_DIRECT bucket by bucket */
+	for (int k = pg_leftmost_one_pos64(TS_NUM_DIRECT) + 1; k < TS_NUM_BUCKETS; k++)
+	{
+		uint64		n = run->buckets[k];
+
+		if (k == pg_leftmost_one_pos64(TS_NUM_DIRECT) + 1)
+		{
+			/* this bucket straddles TS_NUM_DIRECT: drop its exact part */
+			for (int i = 1 << (k - 1); i < TS_NUM_DIRECT; i++)
+				n -= run->direct[i];
+		}
+		cum += n;
+		if (cum >= rank)
+			return Min(bucket_upper_bound(k), (int64) run->largest);
+	}
+	return (int64) run->largest;
+}
+
+
+/* ---------------------------------------------------------------------
+ * Row emitters shared by the SQL functions and the report
+ * ---------------------------------------------------------------------
+ */
+
+typedef void (*RowEmitter) (void *arg, int64 ns, uint64 count,
+							double pct, double running_pct);
+
+static void
+emit_histogram(const TimingRun *run, RowEmitter emit, void *arg)
+{
+	int			top = highest_bucket(run);
+	uint64		cum = 0;
+
+	for (int k = 0; k <= top; k++)
+	{
+		cum += run->buckets[k];
+		emit(arg, bucket_upper_bound(k), run->buckets[k],
+			 percent(run->buckets[k], run->loops), percent(cum, run->loops));
+	}
+}
+
+/*
+ * Exact differences in ascending order until the running percentage
+ * reaches cutoff, then the largest difference.  Returns true when rows
+ * were skipped before the largest one.
+ */
+static bool
+emit_durations(const TimingRun *run, double cutoff, RowEmitter emit,
+			   void *arg, void (*gap) (void *arg))
+{
+	uint64		cum = 0;
+	bool		stopped = false;
+	bool		skipped = false;
+	bool		largest_done = false;
+
+	for (int i = 0; i < TS_NUM_DIRECT; i++)
+	{
+		double		running;
+
+		if (run->direct[i] == 0)
+			continue;
+		cum += run->direct[i];
+		running = percent(cum, run->loops);
+
+		if (!stopped || (uint64) i == run->largest)
+		{
+			if (stopped && skipped && gap)
+				gap(arg);
+			emit(arg, i, run->direct[i], percent(run->direct[i], run->loops),
+				 running);
+			if ((uint64) i == run->largest)
+				largest_done = true;
+		}
+		else
+			skipped = true;
+
+		if (running >= cutoff)
+			stopped = true;
+	}
+
+	if (!largest_done)
+	{
+		/* the largest difference is beyond the exact table */
+		if (gap)
+			gap(arg);
+		emit(arg, (int64) run->largest, run->largest_count,
+			 percent(run->largest_count, run->loops), 100.0);
+	}
+	return skipped;
+}
+
+/* tuplestore emitter for (bigint, float8, float8, bigint) rows */
+static void
+emit_tuple(void *arg, int64 ns, uint64 count, double pct, double running_pct)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
+	Datum		values[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	values[0] = Int64GetDatum(ns);
+	values[1] = Float8GetDatum(pct);
+	values[2] = Float8GetDatum(running_pct);
+	values[3] = Int64GetDatum((int64) count);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_histogram(source text, duration float8)
+ * ---------------------------------------------------------------------
+ */
+Datum
+timing_source_histogram(PG_FUNCTION_ARGS)
+{
+	DiagSource	source = parse_source(PG_GETARG_TEXT_PP(0));
+	double		duration = check_duration(PG_GETARG_FLOAT8(1));
+	TimingRun	run;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	/* bucket counters only: no exact table */
+	measure(&run, source, duration, false);
+	warn_backwards(&run);
+	emit_histogram(&run, emit_tuple, fcinfo->resultinfo);
+
+	return (Datum) 0;
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_durations(source text, duration float8, cutoff float8)
+ * ---------------------------------------------------------------------
+ */
+Datum
+timing_source_durations(PG_FUNCTION_ARGS)
+{
+	DiagSource	source = parse_source(PG_GETARG_TEXT_PP(0));
+	double		duration = check_duration(PG_GETARG_FLOAT8(1));
+	double		cutoff = check_cutoff(PG_GETARG_FLOAT8(2));
+	TimingRun	run;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	measure(&run, source, duration, true);
+	warn_backwards(&run);
+	emit_durations(&run, cutoff, emit_tuple, fcinfo->resultinfo, NULL);
+	pfree(run.direct);
+
+	return (Datum) 0;
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_test(duration float8)
+ * ---------------------------------------------------------------------
+ */
+
+/* sources this build and machine can measure; returns how many */
+static int
+available_sources(DiagSource *out)
+{
+	int			n = 0;
+
+	out[n++] = DIAG_SYSTEM;
+	ts_ensure_detected();
+	if (tsclock_info.usable)
+	{
+		out[n++] = DIAG_RDTSCP;
+		out[n++] = DIAG_RDTSC;
+	}
+	return n;
+}
+
+Datum
+timing_source_test(PG_FUNCTION_ARGS)
+{
+	double		duration = check_duration(PG_GETARG_FLOAT8(0));
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	DiagSource	sources[3];
+	int			nsources = available_sources(sources);
+	TimingRun	run;
+
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 0; i < nsources; i++)
+	{
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+
+		measure(&run, sources[i], duration, true);
+
+		values[0] = CStringGetTextDatum(diag_source_names[sources[i]]);
+		values[1] = Int64GetDatum((int64) run.loops);
+		values[2] = Float8GetDatum((double) run.elapsed_ns / (double) run.loops);
+		values[3] = Int64GetDatum(run_percentile(&run, 0.50));
+		values[4] = Int64GetDatum(run_percentile(&run, 0.99));
+		values[5] = Int64GetDatum((int64) run.largest);
+		values[6] = Int64GetDatum((int64) run.backwards);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		pfree(run.direct);
+	}
+
+	return (Datum) 0;
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_calibrate(runs int)
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * Calibration needs RDTSCP, nothing more: it is also the tool to look at a
+ * TSC that is unusable for other reasons (a CPUID frequency that
+ * calibration contradicts, for one).
+ */
+static void
+check_calibration_possible(void)
+{
+	ts_ensure_detected();
+	if (!tsclock_info.x86_64 || !tsclock_info.rdtscp)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("TSC calibration is not available on this system"),
+				 errdetail("%s", tsclock_info.reason)));
+}
+
+Datum
+timing_source_calibrate(PG_FUNCTION_ARGS)
+{
+	int			runs = check_runs(PG_GETARG_INT32(0), TS_MAX_CALIBRATE_RUNS);
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	check_calibration_possible();
+	InitMaterializedSRF(fcinfo, 0);
+
+	for (int i = 1; i <= runs; i++)
+	{
+		TsCalibration cal;
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		/* each run is bounded (TSCLOCK_CAL_MAX_NS), check between runs */
+		CHECK_FOR_INTERRUPTS();
+		tsclock_calibrate(&cal);
+
+		values[0] = Int32GetDatum(i);
+		if (cal.khz > 0)
+			values[1] = Int64GetDatum((int64) cal.khz);
+		else
+			nulls[1] = true;
+		values[2] = Int32GetDatum((int32) cal.iterations);
+		values[3] = Float8GetDatum((double) cal.elapsed_ns / 1000.0);
+		values[4] = BoolGetDatum(cal.converged);
+		if (cal.khz > 0 && tsclock_info.khz > 0)
+			values[5] = Float8GetDatum((cal.hz / 1000.0 - (double) tsclock_info.khz) /
+									   (double) tsclock_info.khz * 1e6);
+		else
+			nulls[5] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	return (Datum) 0;
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_report(duration float8)
+ * ---------------------------------------------------------------------
+ */
+
+typedef struct ReportState
+{
+	ReturnSetInfo *rsinfo;
+} ReportState;
+
+static void
+report_line(ReportState *rs, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+report_line(ReportState *rs, const char *fmt,...)
+{
+	StringInfoData buf;
+	Datum		value;
+	bool		isnull = false;
+
+	initStringInfo(&buf);
+	for (;;)
+	{
+		va_list		args;
+		int			needed;
+
+		va_start(args, fmt);
+		needed = appendStringInfoVA(&buf, fmt, args);
+		va_end(args);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&buf, needed);
+	}
+	value = CStringGetTextDatum(buf.data);
+	tuplestore_putvalues(rs->rsinfo->setResult, rs->rsinfo->setDesc,
+						 &value, &isnull);
+	pfree(buf.data);
+}
+
+static void
+report_row(void *arg, int64 ns, uint64 count, double pct, double running_pct)
+{
+	report_line((ReportState *) arg, "%8lld   %10.4f %10.4f %10llu",
+				(long long) ns, pct, running_pct, (unsigned long long) count);
+}
+
+static void
+report_gap(void *arg)
+{
+	report_line((ReportState *) arg, "...");
+}
+
+static void
+report_section(ReportState *rs, DiagSource source, double duration,
+			   const char *title)
+{
+	TimingRun	run;
+
+	measure(&run, source, duration, true);
+
+	report_line(rs, "%s", title);
+	report_line(rs, "Average loop time including overhead: %0.2f ns",
+				(double) run.elapsed_ns / (double) run.loops);
+	if (run.backwards > 0)
+		report_line(rs, "Detected clock going backwards in time: %llu of %llu readings (counted as 0 ns)",
+					(unsigned long long) run.backwards,
+					(unsigned long long) run.loops);
+	report_line(rs, "Histogram of timing durations:");
+	report_line(rs, "%8s   %10s %10s %10s", "<= ns", "% of total", "running %", "count");
+	emit_histogram(&run, report_row, rs);
+	report_line(rs, "%s", "");
+	report_line(rs, "Observed timing durations up to %.4f%%:", 99.99);
+	report_line(rs, "%8s   %10s %10s %10s", "ns", "% of total", "running %", "count");
+	emit_durations(&run, 99.99, report_row, rs, report_gap);
+	report_line(rs, "%s", "");
+	pfree(run.direct);
+}
+
+Datum
+timing_source_report(PG_FUNCTION_ARGS)
+{
+	double		duration = check_duration(PG_GETARG_FLOAT8(0));
+	ReportState rs;
+	const char *setting;
+
+	ts_ensure_detected();
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rs.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	report_line(&rs, "Testing timing overhead for %g %s per clock source.",
+				duration, duration == 1.0 ? "second" : "seconds");
+	report_line(&rs, "%s", "");
+	report_section(&rs, DIAG_SYSTEM, duration,
+				   "System clock source: clock_gettime (CLOCK_MONOTONIC)");
+
+	if (tsclock_info.usable)
+	{
+		TsCalibration cal;
+
+		report_section(&rs, DIAG_RDTSCP, duration, "Clock source: RDTSCP");
+		report_section(&rs, DIAG_RDTSC, duration, "Fast clock source: RDTSC");
+
+		CHECK_FOR_INTERRUPTS();
+		tsclock_calibrate(&cal);
+
+		report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
+		report_line(&rs, "TSC frequency in use: %llu kHz",
+					(unsigned long long) tsclock_info.khz);
+		if (cal.converged)
+		{
+			double		diff_pct = (cal.hz / 1000.0 - (double) tsclock_info.khz) /
+				(double) tsclock_info.khz * 100.0;
+
+			report_line(&rs, "TSC frequency from calibration: %llu kHz (%+.0f ppm vs in use)",
+						(unsigned long long) cal.khz, diff_pct * 1e4);
+			if (fabs(diff_pct) > TSCLOCK_CROSSCHECK_PCT)
+				report_line(&rs, "WARNING: the calibrated TSC frequency differs from the frequency in use by %.1f%%; consider timing_clock_source = 'system'.",
+							fabs(diff_pct));
+		}
+		else
+			report_line(&rs, "TSC calibration did not converge (%u brackets in %.1f ms)",
+						cal.iterations, (double) cal.elapsed_ns / 1e6);
+
+		if (tsclock_info.auto_ok)
+			report_line(&rs, "TSC clock source will be used by default, unless timing_clock_source is set to 'system'.");
+		else
+		{
+			report_line(&rs, "TSC clock source will not be used by default, unless timing_clock_source is set to 'tsc'.");
+			report_line(&rs, "Reason: %s", tsclock_info.auto_reason);
+		}
+	}
+	else
+	{
+		report_line(&rs, "TSC clock source is not usable: %s", tsclock_info.reason);
+		if (tsclock_info.x86_64)
+		{
+			report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
+			if (tsclock_info.khz > 0)
+				report_line(&rs, "TSC frequency (not in use): %llu kHz",
+							(unsigned long long) tsclock_info.khz);
+			if (tsclock_info.cal.converged)
+				report_line(&rs, "TSC frequency from calibration: %llu kHz",
+							(unsigned long long) tsclock_info.cal.khz);
+		}
+		report_line(&rs, "TSC clock source will not be used by default, and timing_clock_source = 'tsc' is refused.");
+	}
+
+	/* as SHOW prints it: "auto (tsc)", "system", ... */
+	setting = GetConfigOptionByName("timing_clock_source", NULL, true);
+	if (setting)
+		report_line(&rs, "timing_clock_source in this session: %s", setting);
+
+	return (Datum) 0;
+}
+
+
+/* ---------------------------------------------------------------------
+ * timing_source_compare(query text, runs int)
+ * ---------------------------------------------------------------------
+ */
+
+typedef enum CompareMode
+{
+	MODE_PLAIN,
+	MODE_OFF,
+	MODE_SYSTEM,
+	MODE_TSC,
+	NUM_MODES
+} CompareMode;
+
+static const char *const compare_mode_names[] = {"plain", "timing off", "system", "tsc"};
+
+/*
+ * The query must be exactly one statement that EXPLAIN ANALYZE can run
+ * and whose plan has nodes to time.  Syntax errors are the parser's own.
+ */
+/*
+ * Report a syntax error in the query at its position in the query, not in
+ * the statement that called timing_source_compare().
+ */
+static void
+compare_parse_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
+static void
+check_compare_query(const char *query)
+{
+	ErrorContextCallback errcallback;
+	List	   *stmts;
+	Node	   *stmt;
+	const char *tag;
+
+	errcallback.callback = compare_parse_error_callback;
+	errcallback.arg = unconstify(char *, query);
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	stmts = pg_parse_query(query);
+	error_context_stack = errcallback.previous;
+
+	if (list_length(stmts) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query must contain exactly one statement"),
+				 list_length(stmts) == 0 ?
+				 errdetail("The query is empty.") :
+				 errdetail("The query contains %d statements.",
+						   list_length(stmts))));
+
+	stmt = linitial_node(RawStmt, stmts)->stmt;
+	tag = GetCommandTagName(CreateCommandTag(stmt));
+	switch (nodeTag(stmt))
+	{
+		case T_SelectStmt:
+			if (((SelectStmt *) stmt)->intoClause == NULL)
+				return;
+			tag = "SELECT INTO";
+			break;
+		case T_InsertStmt:
+		case T_UpdateStmt:
+		case T_DeleteStmt:
+		case T_MergeStmt:
+			return;
+		default:
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot compare timing of utility statement %s", tag),
+			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
+}
+
+/*
+ * Sum of "Actual Rows" x "Actual Loops" over all plan nodes of an EXPLAIN
+ * (FORMAT JSON) output: the rows that passed through timed nodes.
+ */
+static double
+explain_json_rows(const char *json)
+{
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														CStringGetDatum(json)));
+	JsonbIterator *it = JsonbIteratorInit(&jb->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	typedef struct
+	{
+		double		rows;
+		double		loops;
+		bool		have_rows;
+		bool		have_loops;
+	}			Frame;
+	Frame	   *stack;
+	int			depth = 0,
+				maxdepth = 16;
+	enum
+	{
+		KEY_OTHER, KEY_ROWS, KEY_LOOPS
+	}			key = KEY_OTHER;
+	double		total = 0;
+
+	stack = palloc(sizeof(Frame) * maxdepth);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		switch (tok)
+		{
+			case WJB_BEGIN_OBJECT:
+				if (++depth >= maxdepth)
+				{
+					maxdepth *= 2;
+					stack = repalloc(stack, sizeof(Frame) * maxdepth);
+				}
+				memset(&stack[depth], 0, sizeof(Frame));
+				key = KEY_OTHER;
+				break;
+			case WJB_END_OBJECT:
+				if (stack[depth].have_rows && stack[depth].have_loops)
+					total += stack[depth].rows * stack[depth].loops;
+				depth--;
+				break;
+			case WJB_KEY:
+				if (v.val.string.len == 11 &&
+					strncmp(v.val.string.val, "Actual Rows", 11) == 0)
+					key = KEY_ROWS;
+				else if (v.val.string.len == 12 &&
+						 strncmp(v.val.string.val, "Actual Loops", 12) == 0)
+					key = KEY_LOOPS;
+				else
+					key = KEY_OTHER;
+				break;
+			case WJB_VALUE:
+				if (key != KEY_OTHER && v.type == jbvNumeric && depth > 0)
+				{
+					double		d = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+																	   NumericGetDatum(v.val.numeric)));
+
+					if (key == KEY_ROWS)
+					{
+						stack[depth].rows = d;
+						stack[depth].have_rows = true;
+					}
+					else
+					{
+						stack[depth].loops = d;
+						stack[depth].have_loops = true;
+					}
+				}
+				key = KEY_OTHER;
+				break;
+			default:
+				key = KEY_OTHER;
+				break;
+		}
+	}
+	pfree(stack);
+	return total;
+}
+
+/*
+ * Run sql once inside a subtransaction that is always rolled back, and
+ * return its wall time in ms.  When rows is not NULL, the statement is an
+ * EXPLAIN (FORMAT JSON) and *rows receives the rows through its nodes;
+ * otherwise the results are discarded as they are produced.
+ *
+ * Errors roll back the subtransaction and are re-thrown as they came, as
+ * PL/pgSQL's exception blocks do, so that an enclosing subtransaction of
+ * the caller stays intact.
+ */
+static double
+run_in_subxact(const char *sql, double *rows)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	double		ms = 0;
+
+	BeginInternalSubTransaction(NULL);
+	/* stay in the caller's context, not the subtransaction's */
+	MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		SPIExecuteOptions options;
+		uint64		t0,
+					t1;
+		int			rc;
+
+		memset(&options, 0, sizeof(options));
+		options.read_only = false;
+		options.tcount = 0;
+		if (rows == NULL)
+			options.dest = None_Receiver;
+
+		t0 = tsclock_system_ns();
+		rc = SPI_execute_extended(sql, &options);
+		t1 = tsclock_system_ns();
+		if (rc < 0)
+			elog(ERROR, "SPI_execute_extended failed: %s",
+				 SPI_result_code_string(rc));
+		ms = (double) (t1 - t0) / 1e6;
+
+		if (rows != NULL)
+		{
+			char	   *json;
+
+			if (SPI_tuptable == NULL || SPI_processed != 1)
+				elog(ERROR, "unexpected EXPLAIN output");
+			json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			*rows = explain_json_rows(json);
+		}
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	return ms;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median_of(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	if (n % 2 == 1)
+		return v[n / 2];
+	return (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+Datum
+timing_source_compare(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int			runs = check_runs(PG_GETARG_INT32(1), TS_MAX_COMPARE_RUNS);
+	ReturnSetInfo *rsinfo;
+	const char *sql[NUM_MODES];
+	double	   *times[NUM_MODES];
+	double		med[NUM_MODES];
+	double		rows = -1;
+	int			nmodes;
+	int			nestlevel;
+	GucContext	context = superuser() ? PGC_SUSET : PGC_USERSET;
+
+	check_compare_query(query);
+
+	ts_ensure_detected();
+	nmodes = tsclock_info.usable ? NUM_MODES : NUM_MODES - 1;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	sql[MODE_PLAIN] = query;
+	sql[MODE_OFF] = psprintf("EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON)\n%s", query);
+	sql[MODE_SYSTEM] = psprintf("EXPLAIN (ANALYZE, TIMING ON, BUFFERS OFF, FORMAT JSON)\n%s", query);
+	sql[MODE_TSC] = sql[MODE_SYSTEM];
+	for (int m = 0; m < nmodes; m++)
+		times[m] = palloc(sizeof(double) * runs);
+
+	/*
+	 * Settings made here are saved at our own GUC nest level and restored
+	 * by AtEOXact_GUC below; on error, the abort of the enclosing
+	 * (sub)transaction restores them, as for a function's SET clause.
+	 */
+	nestlevel = NewGUCNestLevel();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* interleave the modes, rotating the order on each repetition */
+	for (int r = 0; r < runs; r++)
+	{
+		for (int j = 0; j < nmodes; j++)
+		{
+			CompareMode m = (CompareMode) ((j + r) % nmodes);
+
+			if (m == MODE_SYSTEM || m == MODE_TSC)
+				(void) set_config_option("timing_clock_source",
+										 m == MODE_TSC ? "tsc" : "system",
+										 context, PGC_S_SESSION,
+										 GUC_ACTION_SAVE, true, 0, false);
+			times[m][r] = run_in_subxact(sql[m],
+										 (m == MODE_OFF && rows < 0) ? &rows : NULL);
+		}
+	}
+
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+
+	for (int m = 0; m < nmodes; m++)
+		med[m] = median_of(times[m], runs);
+
+	for (int m = 0; m < nmodes; m++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(compare_mode_names[m]);
+		values[1] = Int32GetDatum(runs);
+		values[2] = Float8GetDatum(times[m][0]);	/* sorted by median_of */
+		values[3] = Float8GetDatum(med[m]);
+		if (med[MODE_OFF] > 0)
+			values[4] = Float8GetDatum(med[m] / med[MODE_OFF]);
+		else
+			nulls[4] = true;
+
+		/*
+		 * Per row through timed nodes, per clock read (two per row), as the
+		 * benchmark computes it.
+		 */
+		if ((m == MODE_SYSTEM || m == MODE_TSC) && rows > 0)
+			values[5] = Float8GetDatum((med[m] - med[MODE_OFF]) * 1e6 /
+									   (2.0 * rows));
+		else
+			nulls[5] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	return (Datum) 0;
+}
