@@ -90,7 +90,7 @@ ts_cluster_start() {
 		--locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
 	cat >>"$dir/data/postgresql.conf" <<-EOF
 		listen_addresses = ''
-		port = 5432
+		port = 55432
 		unix_socket_directories = '$dir/sock'
 		shared_preload_libraries = 'timing_source'
 		fsync = off
@@ -103,7 +103,7 @@ ts_cluster_start() {
 	ts_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&- ||
 		{ cat "$dir/server.log" >&2; return 1; }
 	TS_CLUSTERS="${TS_CLUSTERS:-} $dir"
-	export PGHOST="$dir/sock" PGPORT=5432 PGUSER=postgres
+	export PGHOST="$dir/sock" PGPORT=55432 PGUSER=postgres
 }
 
 # Stop every cluster we started.

@@ -101,6 +101,15 @@ ts_copy_tree
 
 run_suite unit make -s unittest PG_CONFIG="$PG_CONFIG"
 
+# the whole extension must also build where there is no TSC (non-x86-64)
+run_suite build_nox86 bash -c '
+	rm -rf ../build_nox86 && cp -r . ../build_nox86 && cd ../build_nox86 && make -s clean &&
+	if make -s EXTRA_CFLAGS="-DTSCLOCK_NO_X86 -Werror"; then
+		echo "ok 1 - the extension builds with the TSC compiled out, no warnings"
+	else
+		echo "not ok 1 - the extension builds with the TSC compiled out, no warnings"
+	fi'
+
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 regress_and_tap ""
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
@@ -120,6 +129,21 @@ if compgen -G "$TS_WORK/src/t/*.pl" >/dev/null; then
 		PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" \
 		PGHOST= PGPORT= PGUSER= \
 		prove -v t/*.pl
+fi
+
+# The build with the TSC compiled out (what a non-x86-64 machine gets),
+# installed and run through pg_regress and pgTAP; then the real build is
+# put back.
+if [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
+	make -C "$TS_WORK/build_nox86" -s install PG_CONFIG="$PG_CONFIG" >/dev/null &&
+		ts_cluster_start nox86 </dev/null ||
+		ts_die "cannot install and start the build without TSC"
+	regress_and_tap "_nox86"
+	ts_cleanup_clusters
+	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null ||
+		ts_die "cannot reinstall the build"
+else
+	skip_suite "regress_nox86" "the build without TSC failed, see build_nox86"
 fi
 
 ts_cleanup_clusters

@@ -19,7 +19,7 @@ SELECT
     (calibration_ppm IS NOT NULL) = (frequency_source ~ 'cpuid' AND calibrated_khz IS NOT NULL)
         AS ppm_iff_cpuid_and_calibration,
     NOT available OR calibration_ppm IS NULL OR abs(calibration_ppm) <= 100000 AS crosscheck_holds,
-    (frequency_source ~ 'calibration$') <= (frequency_khz = calibrated_khz) AS calibrated_frequency_in_use,
+    (frequency_source ~ 'calibration$') <= coalesce(frequency_khz = calibrated_khz, false) AS calibrated_frequency_in_use,
     (hypervisor IS NOT NULL) = (frequency_source ~ 'hypervisor') AS hypervisor_named_in_source,
     NOT in_use OR available AS in_use_needs_available
   FROM timing_source_tsc();
