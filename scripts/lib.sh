@@ -5,6 +5,10 @@
 
 TS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TS_USER=${TS_USER:-postgres}
+# PG_CONFIG from the environment wins; otherwise ts_install_deps picks the
+# installed major's own pg_config (not Debian's /usr/bin/pg_config, which
+# follows the newest server-dev package installed).
+TS_PG_CONFIG_GIVEN=${PG_CONFIG:-}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 
 # Debian packages the build, the tests and the other-majors harness need.
@@ -20,7 +24,15 @@ ts_log() { printf '\n==== %s\n' "$*" >&2; }
 
 ts_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The major of the pg_config on PATH, or the default where there is none.
+ts_path_major() {
+	local v
+	v=$(pg_config --version 2>/dev/null | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+	echo "${v:-$TS_PG_MAJOR_DEFAULT}"
+}
+
 # Install what is missing (apt-get update only when something is).
+#   ts_install_deps MAJOR [EXTRA_PACKAGE...]
 ts_install_deps() {
 	local major=${1:-$TS_PG_MAJOR_DEFAULT} missing=() p
 	[ "$(id -u)" = 0 ] || ts_die "run as root: it installs packages and the extension"
@@ -36,6 +48,9 @@ ts_install_deps() {
 		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
 	id "$TS_USER" >/dev/null 2>&1 || useradd --system --create-home "$TS_USER"
+	if [ -z "$TS_PG_CONFIG_GIVEN" ] && [ -x "/usr/lib/postgresql/$major/bin/pg_config" ]; then
+		PG_CONFIG=/usr/lib/postgresql/$major/bin/pg_config
+	fi
 	PG_BINDIR=$("$PG_CONFIG" --bindir)
 	export PG_BINDIR
 }

@@ -88,8 +88,12 @@ regress_and_tap() {
 	fi
 }
 
-ts_install_deps "$TS_PG_MAJOR_DEFAULT"
-[ $local_only = 1 ] || ts_install_deps "$TS_PG_MAJOR_DEFAULT" debootstrap
+if [ $local_only = 1 ]; then
+	ts_install_deps "$(ts_path_major)"
+else
+	# the other majors run in debootstrap roots with a loopback-only network
+	ts_install_deps "$TS_PG_MAJOR_DEFAULT" debootstrap debian-archive-keyring iproute2
+fi
 pg_label="PG$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')"
 # Installs go to the server's shared directories: serialize concurrent runs
 # on one machine (developers' worktrees); released before the other majors.

@@ -28,6 +28,15 @@ is($node->safe_psql('postgres', 'SELECT in_use FROM timing_source_tsc()'), 'f',
 # a session that sets its own value, and one that follows the default
 my $own = $node->background_psql('postgres');
 my $follow = $node->background_psql('postgres');
+
+# query_safe's result, without the trailing newline some releases leave
+sub bg_query
+{
+	my ($session, $sql) = @_;
+	my $out = $session->query_safe($sql);
+	chomp $out;
+	return $out;
+}
 $own->query_safe(q{SET timing_clock_source = 'system'});
 
 $node->append_conf('postgresql.conf', "timing_source.clock_source = 'auto'\n");
@@ -40,15 +49,15 @@ my $auto_shown = $tsc_ok ? 'auto (tsc)' : 'auto (system)';
 my $got;
 for (1 .. 100)
 {
-	$got = $follow->query_safe('SHOW timing_clock_source');
+	$got = bg_query($follow, 'SHOW timing_clock_source');
 	last if $got ne 'system';
 	sleep 0.1;
 }
 is($got, $auto_shown, 'after a reload, a following session uses the new default');
-is($own->query_safe('SHOW timing_clock_source'), 'system',
+is(bg_query($own, 'SHOW timing_clock_source'), 'system',
 	'a session that SET its own value keeps it across the reload');
 $own->query_safe('RESET timing_clock_source');
-is($own->query_safe('SHOW timing_clock_source'), $auto_shown,
+is(bg_query($own, 'SHOW timing_clock_source'), $auto_shown,
 	'RESET makes it follow the server default again');
 is($node->safe_psql('postgres', 'SELECT in_use FROM timing_source_tsc()'),
 	$tsc_ok ? 't' : 'f', 'auto uses the TSC exactly when it is usable');
