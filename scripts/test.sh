@@ -34,6 +34,7 @@ trap 'exit 130' INT TERM
 
 passed=0 failed=0 skipped=0
 summary=()
+majors_ok=() majors_failed=()
 
 # count_tap LOG: add the TAP and pg_regress results in LOG to the totals;
 # prints "p f s" for this log.
@@ -152,6 +153,7 @@ fi
 
 ts_cleanup_clusters
 flock -u 9
+if [ "$failed" -eq 0 ]; then majors_ok+=("${pg_label#PG}"); else majors_failed+=("${pg_label#PG}"); fi
 
 if [ $local_only = 0 ]; then
 	for m in $majors; do
@@ -172,11 +174,13 @@ if [ $local_only = 0 ]; then
 		if [ -z "$line" ] && [ "$f" -eq 0 ]; then f=1; fi
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 		summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m (all suites)" "$p" "$f" "$s")")
+		if [ "$f" -eq 0 ]; then majors_ok+=("$m"); else majors_failed+=("$m"); fi
 	done
 fi
 
 echo
 echo "==== summary"
 printf '%s\n' "${summary[@]}"
+echo "PostgreSQL majors passed: ${majors_ok[*]:-none}; failed: ${majors_failed[*]:-none}"
 echo "${passed} passed, ${failed} failed, ${skipped} skipped"
 [ "$failed" -eq 0 ]
