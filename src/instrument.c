@@ -81,25 +81,6 @@ static ExecProcNodeMtd ts_core_first = NULL;
 static uint64 ts_mult = 0;
 
 /*
- * Convert a TSC tick count to nanoseconds, rounding to nearest.
- *
- * Same multiply-shift as tsclock_ticks_to_ns() (see tsclock.h for why the
- * split into high and low part cannot overflow), but rounding rather than
- * truncating: per-node intervals are often only a few dozen ticks, and
- * truncation would bias every call by half a nanosecond on average, which
- * adds up to milliseconds over millions of rows.
- */
-static inline uint64
-ts_ticks_to_ns_rounded(uint64 ticks)
-{
-	const uint64 half = UINT64CONST(1) << (TSCLOCK_SHIFT - 1);
-	uint64		hi = ticks >> TSCLOCK_SHIFT;
-	uint64		lo = ticks & ((UINT64CONST(1) << TSCLOCK_SHIFT) - 1);
-
-	return hi * ts_mult + ((lo * ts_mult + half) >> TSCLOCK_SHIFT);
-}
-
-/*
  * The body of both instrumented wrappers.  "full" selects the variant that
  * also handles buffer/WAL usage and async mode; it is a compile-time
  * constant in each caller, so the timer-only variant contains none of
@@ -134,7 +115,7 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	 */
 	if (likely(ticks > 0))
 		ts_instr_time_add_ns(&instr->counter,
-							 ts_ticks_to_ns_rounded((uint64) ticks));
+							 tsclock_ticks_to_ns_mult((uint64) ticks, ts_mult));
 
 	if (full)
 	{

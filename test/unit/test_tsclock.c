@@ -95,10 +95,10 @@ test_conversion(void)
 			long double want = exact_ns(edges[e], khz);
 			long double err = fabsl((long double) got - want);
 
-			/* truncation may cost up to 1 ns; beyond that, relative error */
-			if (want > 0 && (err - 1) / (want / 1000.0L) > worst_per_us)
-				worst_per_us = (err - 1) / (want / 1000.0L);
-			if (err > 1.0L + want * 1e-8L)
+			/* rounding may cost up to 0.5 ns; beyond that, relative error */
+			if (want > 0 && (err - 0.5L) / (want / 1000.0L) > worst_per_us)
+				worst_per_us = (err - 0.5L) / (want / 1000.0L);
+			if (err > 0.5L + want * 1e-8L)
 			{
 				all_ok = 0;
 				diag("%llu kHz, %llu ticks: got %llu ns, exact %.3Lf ns",
@@ -106,10 +106,10 @@ test_conversion(void)
 					 (unsigned long long) got, want);
 			}
 		}
-		ok(all_ok, "%llu kHz: 0, 1, 2^30+-1, 2^32, 1 s, 7 and 100 days of ticks convert within 1 ns + 10 ppb",
+		ok(all_ok, "%llu kHz: 0, 1, 2^30+-1, 2^32, 1 s, 7 and 100 days of ticks convert within 0.5 ns + 10 ppb",
 		   (unsigned long long) khz);
 		ok(worst_per_us < 0.01L,
-		   "%llu kHz: error beyond truncation at most %.6Lf ns per microsecond (< 0.01)",
+		   "%llu kHz: error beyond rounding at most %.6Lf ns per microsecond (< 0.01)",
 		   (unsigned long long) khz, worst_per_us);
 		ok(tsclock_ticks_to_ns_mult(0, mult) == 0, "%llu kHz: 0 ticks is 0 ns",
 		   (unsigned long long) khz);
