@@ -28,6 +28,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/parallel.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -119,7 +120,7 @@ ts_report_tsc_unusable(const char *what)
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("clock source \"%s\" is not available on this system", what),
 			 errdetail("%s", tsclock_info.reason),
-			 errhint("Use the \"system\" clock source, or \"auto\" to pick the best available one.")));
+			 errhint("Use the \"system\" clock source; timing_source_tsc() shows what was detected.")));
 }
 
 /* Check hook of both settings: 'tsc' only where the TSC is usable */
@@ -127,6 +128,16 @@ static bool
 check_clock_source(int *newval, void **extra, GucSource source)
 {
 	if (*newval != TS_CLOCK_TSC)
+		return true;
+
+	/*
+	 * A parallel worker restores the leader's settings, which the leader
+	 * has already checked.  Re-checking here would make every worker of a
+	 * process that did not preload the library calibrate first, and fail
+	 * the whole query should that calibration not converge; the executor
+	 * hook still checks usability before it binds any node.
+	 */
+	if (IsParallelWorker())
 		return true;
 
 	ts_ensure_detected();
