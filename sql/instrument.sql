@@ -171,6 +171,14 @@ SELECT pg_temp.explain_json($$
 		   (SELECT count(*) FROM ts_b b WHERE b.a_id = a.id)
 	FROM ts_a a WHERE a.id < 3
 $$) IS NOT NULL AS with_subplans;
+-- a Hash node is run through MultiExecProcNode and keeps core's clock:
+-- 4 of these 5 nodes are bound
+SET enable_mergejoin = off;
+SET enable_nestloop = off;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id')
+	IS NOT NULL AS hash_join;
+RESET enable_mergejoin;
+RESET enable_nestloop;
 SET timing_clock_source = 'system';
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS system_clock;
 -- the setting of the moment counts, also inside a transaction

@@ -181,6 +181,26 @@ ts_exec_proc_node_first(PlanState *node)
 }
 
 /*
+ * Nodes core runs through MultiExecProcNode, with its own calls to
+ * InstrStartNode/InstrStopNode: their ExecProcNode is never called, so
+ * there is nothing to bind (and they must not be counted as bound).
+ */
+static inline bool
+ts_multi_exec_node(PlanState *node)
+{
+	switch (nodeTag(node))
+	{
+		case T_HashState:
+		case T_BitmapIndexScanState:
+		case T_BitmapAndState:
+		case T_BitmapOrState:
+			return true;
+		default:
+			return false;
+	}
+}
+
+/*
  * planstate_tree_walker callback: bind one node and recurse.
  *
  * Only nodes still on core's first-call wrapper are touched: that skips
@@ -199,7 +219,8 @@ ts_bind_node(PlanState *node, void *context)
 
 	if (node->instrument != NULL &&
 		node->instrument->need_timer &&
-		node->ExecProcNode == ts_core_first)
+		node->ExecProcNode == ts_core_first &&
+		!ts_multi_exec_node(node))
 	{
 		node->ExecProcNode = ts_exec_proc_node_first;
 		(*nbound)++;

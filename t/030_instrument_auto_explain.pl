@@ -116,12 +116,16 @@ sub logged_plans
 	return @plans;
 }
 
-# Number of plan nodes, optionally only those below a Gather
+# Number of plan nodes the TSC path binds, optionally only those below a
+# Gather
 sub count_nodes
 {
 	my ($plan, $below_gather) = @_;
 	my $n = 0;
-	$n++ unless $below_gather;
+	# nodes run through MultiExecProcNode keep core's clock: not bound
+	$n++
+	  unless $below_gather
+	  || $plan->{'Node Type'} =~ /^(Hash|Bitmap Index Scan|BitmapAnd|BitmapOr)$/;
 	for my $child (@{ $plan->{Plans} // [] })
 	{
 		if ($below_gather && $plan->{'Node Type'} =~ /^Gather/)
