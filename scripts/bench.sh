@@ -54,6 +54,9 @@ if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
 	}
 	. "$ROOT/scripts/lib.sh"
 	ts_install_deps
+	# installs go to the server's shared directories: one at a time
+	exec 9>/tmp/timing_source-install.lock
+	flock 9
 	ts_build_install
 	ts_workdir
 	trap ts_cleanup EXIT

@@ -85,7 +85,7 @@ regress_and_tap() {
 		ts_psql -d postgres -c 'CREATE DATABASE ts_tap' &&
 			ts_psql -d ts_tap -c 'CREATE EXTENSION pgtap; CREATE EXTENSION timing_source;' ||
 			ts_die "cannot create the pgTAP database"
-		run_suite "pgtap$label" pg_prove -v -d ts_tap t/*.sql
+		run_suite "pgtap$label" bash -c 'pg_prove -v -d ts_tap t/*.sql'
 	fi
 }
 
@@ -118,28 +118,52 @@ run_suite build_nox86 bash -c '
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 regress_and_tap ""
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
-	-c 'SELECT available FROM timing_source_tsc()')
+	-c 'SELECT available FROM timing_source_tsc()') ||
+	ts_die "cannot ask the test cluster whether the TSC is usable"
+
+# A host whose kernel trusts the TSC (an x86-64 CPU with RDTSCP and an
+# invariant TSC, clocksource tsc) must get a usable TSC here.  Without this
+# check a detection regression would only switch the suites above to their
+# no-TSC expected output and pass.
+host_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
+host_clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || true)
+if [ "$(uname -m)" = x86_64 ] && [ "$host_clocksource" = tsc ] &&
+	grep -qw rdtscp <<<"$host_flags" && grep -qw nonstop_tsc <<<"$host_flags" &&
+	grep -qw constant_tsc <<<"$host_flags"; then
+	run_suite host_tsc bash -c '
+		if [ "$1" = t ]; then
+			echo "ok 1 - the kernel trusts this TSC, and so does timing_source"
+		else
+			echo "not ok 1 - the kernel trusts this TSC, but timing_source_tsc().available is \"$1\""
+		fi' host_tsc "$tsc_available"
+else
+	skip_suite host_tsc "this host has no invariant TSC with RDTSCP that the kernel uses as its clocksource"
+fi
+
+pgxs_dir=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")
+perl_tap=(env PERL5LIB="$pgxs_dir/src/test/perl"
+	PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" PGHOST= PGPORT= PGUSER=)
+have_perl_tap=0
+compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
+[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}" bash -c 'prove -v t/*.pl'
 
 if [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
 		ts_die "cannot start the TSC-disabled cluster"
 	regress_and_tap "_notsc"
+	# every server the Perl tests start inherits the switch
+	[ $have_perl_tap = 1 ] &&
+		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 bash -c 'prove -v t/*.pl'
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
-fi
-
-if compgen -G "$TS_WORK/src/t/*.pl" >/dev/null; then
-	pgxs_dir=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")
-	run_suite taptests env PERL5LIB="$pgxs_dir/src/test/perl" \
-		PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" \
-		PGHOST= PGPORT= PGUSER= \
-		prove -v t/*.pl
 fi
 
 # The build with the TSC compiled out (what a non-x86-64 machine gets),
 # installed and run through pg_regress and pgTAP; then the real build is
 # put back.
 if [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
+	# should anything below fail, the exit trap puts the real build back
+	trap 'ts_cleanup_clusters; make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null 2>&1; ts_cleanup' EXIT
 	make -C "$TS_WORK/build_nox86" -s install PG_CONFIG="$PG_CONFIG" >/dev/null &&
 		ts_cluster_start nox86 </dev/null ||
 		ts_die "cannot install and start the build without TSC"
@@ -147,6 +171,7 @@ if [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
 	ts_cleanup_clusters
 	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null ||
 		ts_die "cannot reinstall the build"
+	trap ts_cleanup EXIT
 else
 	skip_suite "regress_nox86" "the build without TSC failed, see build_nox86"
 fi
