@@ -24,3 +24,22 @@ SELECT count(*) FILTER (WHERE line LIKE 'Average loop time including overhead: %
        count(*) FILTER (WHERE line LIKE 'TSC frequency in use: % kHz') AS tsc_in_use,
        count(*) FILTER (WHERE line LIKE 'TSC clock source is not usable: %') AS tsc_unusable
   FROM timing_source_report(0.01) AS line;
+
+-- the error for a TSC source where the TSC is unusable carries the host's
+-- reason as its detail (the same as timing_source_tsc() gives) and a hint
+DO $$
+DECLARE
+    d text;
+    h text;
+    reason text;
+BEGIN
+    SELECT reason_unusable INTO reason FROM timing_source_tsc();
+    BEGIN
+        PERFORM count(*) FROM timing_source_histogram('rdtsc', 0.01);
+        RAISE NOTICE 'rdtsc accepted; reason_unusable is null: %', reason IS NULL;
+    EXCEPTION WHEN feature_not_supported THEN
+        GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+        RAISE NOTICE 'rdtsc refused; detail is the reason: %, hint: %', d = reason, h;
+    END;
+END
+$$;
