@@ -39,6 +39,7 @@
 #include "tcop/dest.h"
 #include "tcop/tcopprot.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/fmgrprotos.h"
@@ -1090,8 +1091,27 @@ timing_source_compare(PG_FUNCTION_ARGS)
 
 	check_compare_query(query);
 
+	/*
+	 * On 19+ the modes are set through core's timing_clock_source, which
+	 * only superusers (or roles granted SET on it) may change, and whose
+	 * TSC is core's: say so up front instead of failing half-way.
+	 */
+	if (ts_core_owns_setting &&
+		pg_parameter_aclcheck("timing_clock_source", GetUserId(),
+							  ACL_SET) != ACLCHECK_OK &&
+		!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set parameter \"%s\"",
+						"timing_clock_source"),
+				 errdetail("timing_source_compare() runs the query with each clock source in turn."),
+				 errhint("Run it as a superuser, or GRANT SET ON PARAMETER timing_clock_source to the role.")));
+
 	ts_ensure_detected();
-	nmodes = tsclock_info.usable ? NUM_MODES : NUM_MODES - 1;
+	if (ts_core_owns_setting)
+		nmodes = ts_core_tsc_khz() > 0 ? NUM_MODES : NUM_MODES - 1;
+	else
+		nmodes = tsclock_info.usable ? NUM_MODES : NUM_MODES - 1;
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
