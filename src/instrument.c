@@ -75,12 +75,6 @@ static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecProcNodeMtd ts_core_first = NULL;
 
 /*
- * Tick to nanosecond multiplier, copied from tsclock_info when a query is
- * bound to the TSC; a file-local copy is one load cheaper than the global.
- */
-static uint64 ts_mult = 0;
-
-/*
  * The body of both instrumented wrappers.  "full" selects the variant that
  * also handles buffer/WAL usage and async mode; it is a compile-time
  * constant in each caller, so the timer-only variant contains none of
@@ -115,7 +109,7 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	 */
 	if (likely(ticks > 0))
 		ts_instr_time_add_ns(&instr->counter,
-							 tsclock_ticks_to_ns_mult((uint64) ticks, ts_mult));
+							 tsclock_ticks_to_ns((uint64) ticks));
 
 	if (full)
 	{
@@ -246,8 +240,6 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		EState	   *estate = queryDesc->estate;
 		int			nbound = 0;
 		ListCell   *lc;
-
-		ts_mult = tsclock_info.mult;
 
 		ts_bind_node(queryDesc->planstate, &nbound);
 
