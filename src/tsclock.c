@@ -14,9 +14,13 @@
  *	   leaf 0x16 (processor base frequency in MHz);
  *	 - otherwise calibration against CLOCK_MONOTONIC.
  *
- * A CPUID frequency is always cross-checked against one calibration run;
- * when they disagree by more than TSCLOCK_CROSSCHECK_PCT the TSC is not
- * used at all, because a wrong frequency silently scales every timing.
+ * A CPUID frequency is always checked against a converged calibration
+ * (up to TSCLOCK_CAL_ATTEMPTS runs at detection): it is used only where the
+ * two agree within the calibration's error bound plus
+ * TSCLOCK_AGREE_MARGIN_PPM, otherwise the calibrated frequency is used;
+ * when they disagree by more than TSCLOCK_CROSSCHECK_PCT, or calibration
+ * never converged so the CPUID value cannot be checked, the TSC is not used
+ * at all, because a wrong frequency silently scales every timing.
  *
  * Calibration brackets each system clock read between two RDTSCP reads
  * and keeps, at both ends of the measured interval, the tightest bracket
@@ -108,11 +112,14 @@ tsclock_mult_for_khz(uint64_t khz)
 bool
 tsclock_read_os_clocksource(char *buf, size_t len)
 {
+	const char *path = getenv("TIMING_SOURCE_CLOCKSOURCE_FILE");
 	FILE	   *f;
 	size_t		n;
 
 	buf[0] = '\0';
-	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "r");
+	if (path == NULL || path[0] == '\0')
+		path = TSCLOCK_CLOCKSOURCE_PATH;
+	f = fopen(path, "r");
 	if (f == NULL)
 		return false;
 	if (fgets(buf, (int) len, f) == NULL)
@@ -123,6 +130,90 @@ tsclock_read_os_clocksource(char *buf, size_t len)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
 	return n > 0;
+}
+
+/*
+ * Linux ranks its x86 clocksources (tsc 300, hpet 250, acpi_pm 200,
+ * jiffies 1) and runs on the best one it trusts; its clocksource watchdog
+ * demotes the TSC when it drifts against another clock ("Marking
+ * clocksource 'tsc' as unstable") and the kernel then switches to hpet or
+ * acpi_pm.  Paravirtual clocks (kvm-clock, Xen's and Hyper-V's TSC page)
+ * are computed from the TSC, and the kernel may prefer them to a perfectly
+ * good TSC, so they say nothing either way.  Any other clocksource on a
+ * TSC machine means the kernel, or its administrator, does not trust the
+ * TSC.
+ */
+TsOsClockVerdict
+tsclock_os_clock_verdict(const char *clocksource)
+{
+	static const char *const tsc_based[] = {
+		"kvm-clock", "xen", "hyperv_clocksource_tsc_page", "vmware-tsc"
+	};
+	size_t		i;
+
+	if (clocksource == NULL || clocksource[0] == '\0')
+		return TSCLOCK_OS_UNKNOWN;
+	if (strcmp(clocksource, "tsc") == 0 || strcmp(clocksource, "tsc-early") == 0)
+		return TSCLOCK_OS_TSC;
+	for (i = 0; i < sizeof(tsc_based) / sizeof(tsc_based[0]); i++)
+		if (strcmp(clocksource, tsc_based[i]) == 0)
+			return TSCLOCK_OS_TSC_BASED;
+	return TSCLOCK_OS_NOT_TSC;
+}
+
+/*
+ * 'auto' uses the TSC only when it is usable, the kernel has not moved off
+ * it, and there is evidence that it is synchronized across CPUs: the
+ * kernel uses it directly (it checks synchronization at boot), or the CPU
+ * has TSC_ADJUST, which lets the kernel keep the CPUs' counters in step.
+ */
+static void
+decide_auto(TsClockInfo *info)
+{
+	const char *cs = info->os_clocksource[0] ? info->os_clocksource : "unknown";
+
+	info->auto_ok = false;
+	if (!info->usable)
+		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
+				 info->reason);
+	else
+	{
+		switch (tsclock_os_clock_verdict(info->os_clocksource))
+		{
+			case TSCLOCK_OS_TSC:
+				info->auto_ok = true;
+				break;
+			case TSCLOCK_OS_NOT_TSC:
+				snprintf(info->auto_reason, sizeof(info->auto_reason),
+						 "The operating system's clocksource is \"%s\", not \"tsc\": the kernel has stopped trusting the TSC (its clocksource watchdog found it unstable) or an administrator chose another clock.",
+						 cs);
+				break;
+			case TSCLOCK_OS_TSC_BASED:
+			case TSCLOCK_OS_UNKNOWN:
+				if (info->tsc_adjust)
+					info->auto_ok = true;
+				else
+					snprintf(info->auto_reason, sizeof(info->auto_reason),
+							 "The CPU does not report TSC_ADJUST (CPUID 7 EBX bit 1) and the operating system's clocksource is \"%s\", not \"tsc\".",
+							 cs);
+				break;
+		}
+	}
+	if (info->auto_ok)
+		info->auto_reason[0] = '\0';
+}
+
+bool
+tsclock_recheck_os(TsClockInfo *info)
+{
+	char		cs[sizeof(info->os_clocksource)];
+
+	tsclock_read_os_clocksource(cs, sizeof(cs));
+	if (strcmp(cs, info->os_clocksource) == 0)
+		return false;
+	memcpy(info->os_clocksource, cs, sizeof(cs));
+	decide_auto(info);
+	return true;
 }
 
 /*
@@ -219,19 +310,39 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 	info->cpuid_khz = tsclock_cpuid_khz(raw, &what);
 	snprintf(info->cpuid_what, sizeof(info->cpuid_what), "%s", what);
 
-	if (info->cpuid_khz != 0)
+	if (info->cpuid_khz != 0 && cal->converged)
 	{
+		double		cal_khz = cal->hz / 1000.0;
+
+		info->have_ppm = true;
+		info->calibration_ppm =
+			((double) info->cpuid_khz - cal_khz) / cal_khz * 1e6;
+		if (fabs(info->calibration_ppm) <=
+			cal->uncertainty_ppm + TSCLOCK_AGREE_MARGIN_PPM)
+		{
+			/* confirmed: an exact CPUID value beats any measurement */
+			info->khz = info->cpuid_khz;
+			info->cpuid_used = true;
+			snprintf(info->freq_source, sizeof(info->freq_source), "%s%s",
+					 prefix, what);
+		}
+		else
+		{
+			/* CPUID is nominal or wrong: the measurement is better */
+			info->khz = cal->khz;
+			snprintf(info->freq_source, sizeof(info->freq_source),
+					 "%scalibration (%s reports %llu kHz, %+.0f ppm off)",
+					 prefix, what, (unsigned long long) info->cpuid_khz,
+					 info->calibration_ppm);
+		}
+	}
+	else if (info->cpuid_khz != 0)
+	{
+		/* reported, but unchecked: not usable, see below */
 		info->khz = info->cpuid_khz;
+		info->cpuid_used = true;
 		snprintf(info->freq_source, sizeof(info->freq_source), "%s%s",
 				 prefix, what);
-		if (cal->converged)
-		{
-			double		cal_khz = cal->hz / 1000.0;
-
-			info->have_ppm = true;
-			info->calibration_ppm =
-				((double) info->cpuid_khz - cal_khz) / cal_khz * 1e6;
-		}
 	}
 	else if (cal->converged)
 	{
@@ -253,6 +364,10 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 	else if (info->khz == 0)
 		snprintf(info->reason, sizeof(info->reason),
 				 "The TSC frequency is not reported by CPUID and calibration against the system clock did not converge.");
+	else if (!cal->converged)
+		snprintf(info->reason, sizeof(info->reason),
+				 "CPUID (%s) reports a TSC frequency of %llu kHz, but calibration against the system clock did not converge, so it cannot be checked.",
+				 what, (unsigned long long) info->cpuid_khz);
 	else if (info->have_ppm &&
 			 fabs(info->calibration_ppm) > TSCLOCK_CROSSCHECK_PCT * 1e4)
 		snprintf(info->reason, sizeof(info->reason),
@@ -269,16 +384,7 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 	else
 		info->usable = true;
 
-	/* 'auto' also wants evidence that the TSC is synchronized across CPUs */
-	if (!info->usable)
-		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
-				 info->reason);
-	else if (!raw->tsc_adjust && strcmp(info->os_clocksource, "tsc") != 0)
-		snprintf(info->auto_reason, sizeof(info->auto_reason),
-				 "The CPU does not report TSC_ADJUST (CPUID 7 EBX bit 1) and the operating system's clocksource is \"%s\", not \"tsc\".",
-				 info->os_clocksource[0] ? info->os_clocksource : "unknown");
-	else
-		info->auto_ok = true;
+	decide_auto(info);
 
 	if (info->usable)
 		info->mult = tsclock_mult_for_khz(info->khz);
@@ -463,12 +569,17 @@ tsclock_detect_into(TsClockInfo *info)
 	TsCpuidRaw	raw;
 	TsCalibration cal;
 	char		clocksource[64];
+	int			attempt;
+
 
 	tsclock_probe_cpuid(&raw);
-	if (raw.rdtscp)
+	memset(&cal, 0, sizeof(cal));
+	for (attempt = 0; raw.rdtscp && attempt < TSCLOCK_CAL_ATTEMPTS; attempt++)
+	{
 		tsclock_calibrate(&cal);
-	else
-		memset(&cal, 0, sizeof(cal));
+		if (cal.converged)
+			break;
+	}
 	tsclock_read_os_clocksource(clocksource, sizeof(clocksource));
 	tsclock_decide(info, &raw, &cal, clocksource);
 }
@@ -499,19 +610,41 @@ tsclock_detect_into(TsClockInfo *info)
  * value in the server's environment makes the TSC unusable (everything
  * else is still detected and reported).  For a machine whose TSC is known
  * to misbehave in ways CPUID cannot tell, and for testing the fallback.
+ *
+ * Test seam, not for production: TIMING_SOURCE_TEST_KHZ replaces the
+ * frequency in use (kHz, within the sanity bounds), so that tests can make
+ * the TSC run "wrong" and watch the per-query watchdog catch it.
  */
 void
 tsclock_apply_env(TsClockInfo *info)
 {
 	const char *v = getenv("TIMING_SOURCE_DISABLE_TSC");
+	const char *test_khz = getenv("TIMING_SOURCE_TEST_KHZ");
 
-	if (v == NULL || v[0] == '\0' || !info->usable)
-		return;
-	info->usable = info->auto_ok = false;
-	info->mult = 0;
-	snprintf(info->reason, sizeof(info->reason),
-			 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
-	snprintf(info->auto_reason, sizeof(info->auto_reason), "%s", info->reason);
+	if (v != NULL && v[0] != '\0' && info->usable)
+	{
+		info->usable = false;
+		info->mult = 0;
+		snprintf(info->reason, sizeof(info->reason),
+				 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
+		decide_auto(info);
+	}
+
+	if (test_khz != NULL && test_khz[0] != '\0' && info->usable)
+	{
+		unsigned long long khz = strtoull(test_khz, NULL, 10);
+
+		if (khz >= TSCLOCK_MIN_KHZ && khz <= TSCLOCK_MAX_KHZ)
+		{
+			size_t		n = strlen(info->freq_source);
+
+			info->khz = khz;
+			info->cpuid_used = false;
+			info->mult = tsclock_mult_for_khz(khz);
+			snprintf(info->freq_source + n, sizeof(info->freq_source) - n,
+					 ", overridden by TIMING_SOURCE_TEST_KHZ");
+		}
+	}
 }
 
 void

@@ -43,6 +43,26 @@
 /* CPUID and calibration may disagree by at most this much (percent) */
 #define TSCLOCK_CROSSCHECK_PCT	10.0
 
+/*
+ * A CPUID frequency is used only when it agrees with a converged
+ * calibration within the calibration's own error bound plus this margin;
+ * otherwise the calibrated frequency is used.  Calibration measures the TSC
+ * against CLOCK_MONOTONIC, which the kernel's NTP discipline slews to
+ * correct the crystal's error: that correction is the realistic difference
+ * between an exact CPUID value (leaf 0x15, a hypervisor's programmed rate)
+ * and calibration, and it is well below 200 ppm on sane hardware (quartz
+ * tolerance is typically 20-100 ppm).  A nominal frequency (leaf 0x16) is
+ * typically 1,000-5,000 ppm off the real rate, far outside the margin.
+ */
+#define TSCLOCK_AGREE_MARGIN_PPM	200.0
+
+/* Calibration attempts at detection before giving up */
+#define TSCLOCK_CAL_ATTEMPTS	3
+
+/* Where Linux shows its clocksource; TIMING_SOURCE_CLOCKSOURCE_FILE overrides */
+#define TSCLOCK_CLOCKSOURCE_PATH \
+	"/sys/devices/system/clocksource/clocksource0/current_clocksource"
+
 /* Fixed shift of the tick to nanosecond conversion, see tsclock_ticks_to_ns */
 #define TSCLOCK_SHIFT			30
 
@@ -87,6 +107,7 @@ typedef struct TsClockInfo
 
 	/* Frequency in use, and where it came from */
 	uint64_t	khz;			/* 0 if unknown */
+	bool		cpuid_used;		/* khz is the CPUID value (else calibration) */
 	char		freq_source[128];	/* "x86, hypervisor (kvm), cpuid
 									 * 0x40000010" */
 	bool		have_ppm;		/* both CPUID and calibration known */
@@ -138,8 +159,34 @@ extern TsClockInfo tsclock_info;
  */
 extern void tsclock_detect(void);
 
-/* Honour TIMING_SOURCE_DISABLE_TSC (done by tsclock_detect) */
+/*
+ * Honour TIMING_SOURCE_DISABLE_TSC and the test-only TIMING_SOURCE_TEST_KHZ
+ * (done by tsclock_detect)
+ */
 extern void tsclock_apply_env(TsClockInfo *info);
+
+/*
+ * Re-read the operating system's clocksource and re-decide whether 'auto'
+ * may use the TSC (nothing else changes).  Returns true if the clocksource
+ * changed.
+ */
+extern bool tsclock_recheck_os(TsClockInfo *info);
+
+/*
+ * What Linux's current clocksource says about the TSC: the kernel uses it,
+ * uses a clock computed from it, uses a clock that does not involve it
+ * (which on x86 it only does once it has found the TSC unstable, or when
+ * an administrator chose so), or unknown.
+ */
+typedef enum TsOsClockVerdict
+{
+	TSCLOCK_OS_UNKNOWN,
+	TSCLOCK_OS_TSC,
+	TSCLOCK_OS_TSC_BASED,
+	TSCLOCK_OS_NOT_TSC
+} TsOsClockVerdict;
+
+extern TsOsClockVerdict tsclock_os_clock_verdict(const char *clocksource);
 
 /* Same as tsclock_detect() but always re-runs, ignoring the environment */
 extern void tsclock_detect_into(TsClockInfo *info);
@@ -166,7 +213,10 @@ extern void tsclock_probe_cpuid(TsCpuidRaw *raw);
 /* One calibration run (x86-64 only; returns not converged elsewhere) */
 extern void tsclock_calibrate(TsCalibration *cal);
 
-/* Read Linux's current clocksource into buf; false if unavailable */
+/*
+ * Read Linux's current clocksource into buf (from the file named by
+ * TIMING_SOURCE_CLOCKSOURCE_FILE if set, a test seam); false if unavailable
+ */
 extern bool tsclock_read_os_clocksource(char *buf, size_t len);
 
 /* Multiplier for a frequency, for tsclock_ticks_to_ns_mult() */

@@ -264,7 +264,49 @@ test_decide(void)
 
 	raw = raw_vm("VMwareVMware", 0x40000010, 2250000);
 	tsclock_decide(&info, &raw, &cal, "tsc");
-	ok(info.usable && info.khz == 2250000, "CPUID and calibration 7%% apart: CPUID used");
+	ok(info.usable && info.khz == 2100000 && !info.cpuid_used &&
+	   strcmp(info.freq_source,
+			  "x86, hypervisor (vmware), calibration (cpuid 0x40000010 reports 2250000 kHz, +71429 ppm off)") == 0,
+	   "CPUID and calibration 7%% apart: calibration used, source says why (%s)", info.freq_source);
+
+	/* the frequency policy, leaf by leaf */
+	raw = raw_bare_metal();
+	raw.l15_eax = 2;
+	raw.l15_ebx = 176;
+	raw.l15_ecx = 24000000;		/* exactly 2.112 GHz */
+	cal = cal_of(2112000000.0 * (1 + 40e-6));	/* NTP-slewed reference */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.cpuid_used && info.khz == 2112000 &&
+	   strcmp(info.freq_source, "x86, cpuid 0x15") == 0,
+	   "leaf 0x15 exact, calibration 40 ppm off: CPUID used (%s)", info.freq_source);
+
+	raw = raw_bare_metal();
+	raw.l16_eax = 2900;
+	cal = cal_of(2900000000.0 * (1 - 150e-6));
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.cpuid_used && info.khz == 2900000,
+	   "leaf 0x16 nominal and 150 ppm from calibration (within 3 + %.0f ppm): CPUID used",
+	   TSCLOCK_AGREE_MARGIN_PPM);
+	cal = cal_of(2900000000.0 * (1 - 0.003));	/* real rate 0.3% below nominal */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && !info.cpuid_used && info.khz == 2891300 &&
+	   strcmp(info.freq_source, "x86, calibration (cpuid 0x16 reports 2900000 kHz, +3009 ppm off)") == 0 &&
+	   info.mult == tsclock_mult_for_khz(2891300),
+	   "leaf 0x16 nominal, real rate 0.3%% lower: calibration used (%s)", info.freq_source);
+
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 2596120);
+	cal = cal_of(2596120400.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && info.cpuid_used && info.khz == 2596120 &&
+	   strcmp(info.freq_source, "x86, hypervisor (kvm), cpuid 0x40000010") == 0,
+	   "hypervisor leaf right: CPUID used (%s)", info.freq_source);
+
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 2596120);
+	cal = cal_of(0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && !info.auto_ok && info.khz == 2596120 &&
+	   strstr(info.reason, "did not converge, so it cannot be checked") != NULL,
+	   "CPUID frequency but calibration did not converge: unusable (%s)", info.reason);
 
 	raw = raw_bare_metal();
 	raw.rdtscp = false;
@@ -289,11 +331,63 @@ test_decide(void)
 	raw = raw_bare_metal();
 	raw.tsc_adjust = false;
 	cal = cal_of(3000000000.0);
-	tsclock_decide(&info, &raw, &cal, "hpet");
-	ok(info.usable && !info.auto_ok && strstr(info.auto_reason, "\"hpet\"") != NULL,
-	   "no TSC_ADJUST and clocksource hpet: 'tsc' allowed, 'auto' declines (%s)", info.auto_reason);
+	tsclock_decide(&info, &raw, &cal, "kvm-clock");
+	ok(info.usable && !info.auto_ok && strstr(info.auto_reason, "TSC_ADJUST") != NULL &&
+	   strstr(info.auto_reason, "\"kvm-clock\"") != NULL,
+	   "no TSC_ADJUST and clocksource kvm-clock: 'tsc' allowed, 'auto' declines (%s)", info.auto_reason);
 	tsclock_decide(&info, &raw, &cal, "tsc");
 	ok(info.usable && info.auto_ok, "no TSC_ADJUST but clocksource tsc: 'auto' uses the TSC");
+
+	/* kernel distrust: a non-TSC clocksource, whatever the CPU says */
+	raw = raw_bare_metal();
+	cal = cal_of(3000000000.0);
+	tsclock_decide(&info, &raw, &cal, "hpet");
+	ok(info.usable && !info.auto_ok && strstr(info.auto_reason, "\"hpet\"") != NULL &&
+	   strstr(info.auto_reason, "stopped trusting") != NULL,
+	   "TSC_ADJUST but clocksource hpet: 'tsc' allowed, 'auto' declines (%s)", info.auto_reason);
+	tsclock_decide(&info, &raw, &cal, "acpi_pm");
+	ok(info.usable && !info.auto_ok, "TSC_ADJUST but clocksource acpi_pm: 'auto' declines");
+	tsclock_decide(&info, &raw, &cal, "kvm-clock");
+	ok(info.auto_ok, "TSC_ADJUST and the TSC-based kvm-clock: 'auto' uses the TSC");
+	tsclock_decide(&info, &raw, &cal, "");
+	ok(info.auto_ok, "TSC_ADJUST and no readable clocksource: 'auto' uses the TSC");
+	ok(tsclock_os_clock_verdict("tsc") == TSCLOCK_OS_TSC &&
+	   tsclock_os_clock_verdict("hyperv_clocksource_tsc_page") == TSCLOCK_OS_TSC_BASED &&
+	   tsclock_os_clock_verdict("jiffies") == TSCLOCK_OS_NOT_TSC &&
+	   tsclock_os_clock_verdict(NULL) == TSCLOCK_OS_UNKNOWN,
+	   "clocksource verdicts: tsc, TSC-based, other, unknown");
+
+	/* re-reading the clocksource through the test seam */
+	{
+		char		path[] = "/tmp/test_tsclock_cs.XXXXXX";
+		int			fd = mkstemp(path);
+		FILE	   *f;
+		bool		changed_hpet,
+					ok_hpet,
+					changed_same,
+					changed_tsc;
+
+		f = fdopen(fd, "w");
+		fputs("tsc\n", f);
+		fclose(f);
+		setenv("TIMING_SOURCE_CLOCKSOURCE_FILE", path, 1);
+		tsclock_decide(&info, &raw, &cal, "tsc");
+		f = fopen(path, "w");
+		fputs("hpet\n", f);
+		fclose(f);
+		changed_hpet = tsclock_recheck_os(&info);
+		ok_hpet = info.auto_ok;
+		changed_same = tsclock_recheck_os(&info);
+		f = fopen(path, "w");
+		fputs("tsc\n", f);
+		fclose(f);
+		changed_tsc = tsclock_recheck_os(&info);
+		unsetenv("TIMING_SOURCE_CLOCKSOURCE_FILE");
+		unlink(path);
+		ok(changed_hpet && !ok_hpet && !changed_same && changed_tsc &&
+		   info.auto_ok && info.usable && strcmp(info.os_clocksource, "tsc") == 0,
+		   "TIMING_SOURCE_CLOCKSOURCE_FILE: tsc -> hpet makes 'auto' decline, back to tsc restores it");
+	}
 
 	/* the administrator's switch */
 	raw = raw_bare_metal();
@@ -310,6 +404,19 @@ test_decide(void)
 	tsclock_apply_env(&info);
 	unsetenv("TIMING_SOURCE_DISABLE_TSC");
 	ok(info.usable, "an empty TIMING_SOURCE_DISABLE_TSC changes nothing");
+
+	/* the test-only frequency override */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_TEST_KHZ", "1500000", 1);
+	tsclock_apply_env(&info);
+	ok(info.usable && info.khz == 1500000 && info.mult == tsclock_mult_for_khz(1500000) &&
+	   strstr(info.freq_source, "TIMING_SOURCE_TEST_KHZ") != NULL,
+	   "TIMING_SOURCE_TEST_KHZ replaces the frequency in use (%s)", info.freq_source);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	setenv("TIMING_SOURCE_TEST_KHZ", "7", 1);
+	tsclock_apply_env(&info);
+	unsetenv("TIMING_SOURCE_TEST_KHZ");
+	ok(info.khz == 3000000, "an absurd TIMING_SOURCE_TEST_KHZ is ignored");
 
 	cal = cal_of(0);
 	tsclock_decide(&info, NULL, &cal, "tsc");
@@ -489,8 +596,15 @@ test_this_machine(void)
 			   "detection-time calibration within 100 ppm of the reference (%+.2f ppm)",
 			   (info->cal.hz - ref_hz) / ref_hz * 1e6);
 		else
-			ok(!info->cal.converged && info->cpuid_khz == 0 ? !info->usable : 1,
-			   "detection-time calibration did not converge and the TSC is not trusted on calibration alone");
+			ok(!info->usable,
+			   "detection-time calibration did not converge, so the TSC is not used at all");
+		if (info->usable)
+			ok(fabs(((double) info->khz * 1000.0 - ref_hz) / ref_hz * 1e6) <= 1000.0,
+			   "frequency in use (%llu kHz, %s) within 1000 ppm of the reference (%+.1f ppm)",
+			   (unsigned long long) info->khz, info->freq_source,
+			   ((double) info->khz * 1000.0 - ref_hz) / ref_hz * 1e6);
+		else
+			skip("the TSC is not usable here, so no frequency is in use");
 	}
 #endif
 }
