@@ -101,3 +101,45 @@ BEGIN
     END;
 END
 $$;
+
+-- round trip: every value SHOW prints is accepted back by SET
+RESET timing_clock_source;
+SELECT set_config('timing_clock_source', current_setting('timing_clock_source'), false)
+       = current_setting('timing_clock_source') AS set_config_round_trip;
+-- the session no longer follows the server default: it has an explicit auto
+SELECT source FROM pg_settings WHERE name = 'timing_clock_source';
+SHOW timing_clock_source;
+RESET timing_clock_source;
+SET timing_clock_source = 'auto (tsc)';
+SHOW timing_clock_source;
+SET timing_clock_source = 'AUTO (SYSTEM)';
+SHOW timing_clock_source;
+SET timing_clock_source = 'auto(tsc)';
+RESET timing_clock_source;
+SET timing_clock_source FROM CURRENT;
+SHOW timing_clock_source;
+SET timing_clock_source = 'system';
+SET timing_clock_source FROM CURRENT;
+SHOW timing_clock_source;
+RESET timing_clock_source;
+
+-- a function's SET ... FROM CURRENT stores the shown value and applies it
+CREATE FUNCTION ts_from_current() RETURNS text LANGUAGE sql
+  SET timing_clock_source FROM CURRENT
+  AS $$ SELECT current_setting('timing_clock_source') $$;
+SELECT proconfig = ARRAY['timing_clock_source=' || current_setting('timing_clock_source')]
+       AS proconfig_is_the_shown_value
+  FROM pg_proc WHERE proname = 'ts_from_current';
+SELECT ts_from_current() = current_setting('timing_clock_source') AS from_current_applies;
+DROP FUNCTION ts_from_current();
+SET timing_clock_source = 'system';
+CREATE FUNCTION ts_from_current() RETURNS text LANGUAGE sql
+  SET timing_clock_source FROM CURRENT
+  AS $$ SELECT current_setting('timing_clock_source') $$;
+RESET timing_clock_source;
+SELECT ts_from_current();
+DROP FUNCTION ts_from_current();
+
+-- the decision passed to parallel workers is not a user setting
+SET timing_source.parallel_clock = '2000000/1/1';
+SELECT count(*) AS listed FROM pg_settings WHERE name = 'timing_source.parallel_clock';

@@ -13,16 +13,42 @@ SELECT
     (reason_unusable IS NULL) = available AS reason_null_iff_available,
     NOT available OR frequency_khz BETWEEN 100000 AND 20000000 AS frequency_plausible,
     NOT available OR (rdtscp AND invariant) AS usable_needs_rdtscp_and_invariant,
-    frequency_source ~ '^(x86, (hypervisor \([^)]+\), )?(cpuid 0x(15|16|40000010)|calibration|unknown)|none)$'
+    frequency_source ~ '^(x86, (hypervisor \([^)]+\), )?(cpuid 0x(15|16|40000010)|calibration( \(cpuid 0x(15|16|40000010) reports [0-9]+ kHz, [+-][0-9]+ ppm off\))?|unknown)|none)$'
         AS source_well_formed,
-    (frequency_source ~ 'calibration$') <= (calibrated_khz IS NOT NULL) AS calibrated_source_has_value,
+    (frequency_source ~ 'calibration') <= (calibrated_khz IS NOT NULL) AS calibrated_source_has_value,
     (calibration_ppm IS NOT NULL) = (frequency_source ~ 'cpuid' AND calibrated_khz IS NOT NULL)
         AS ppm_iff_cpuid_and_calibration,
     NOT available OR calibration_ppm IS NULL OR abs(calibration_ppm) <= 100000 AS crosscheck_holds,
-    (frequency_source ~ 'calibration$') <= coalesce(frequency_khz = calibrated_khz, false) AS calibrated_frequency_in_use,
+    (frequency_source ~ 'calibration') <= coalesce(frequency_khz = calibrated_khz, false) AS calibrated_frequency_in_use,
     (hypervisor IS NOT NULL) = (frequency_source ~ 'hypervisor') AS hypervisor_named_in_source,
     NOT in_use OR available AS in_use_needs_available
   FROM timing_source_tsc();
+
+-- the frequency policy: CPUID is used only where calibration confirms it
+-- (within the calibration's bound of at most 100 ppm plus the 200 ppm
+-- margin), otherwise calibration is used and the source says by how much
+-- CPUID was off
+SELECT
+    NOT (available AND frequency_source ~ 'cpuid 0x[0-9a-f]+$')
+        OR abs(calibration_ppm) <= 300 AS cpuid_in_use_is_confirmed,
+    NOT (frequency_source ~ 'calibration \(')
+        OR (abs(calibration_ppm) > 200
+            AND frequency_source ~ ('reports ' || round(calibrated_khz * (1 + calibration_ppm / 1e6)) || ' kHz'))
+        AS rejected_cpuid_named_with_its_value
+  FROM timing_source_tsc();
+
+-- 1.1 columns: why auto declines, the watchdog's and the timed calls' counts
+SELECT
+    NOT available OR auto_reason IS NULL OR auto_reason ~ 'clocksource'
+        AS auto_declines_a_usable_tsc_only_for_the_os,
+    available OR auto_reason = reason_unusable AS unusable_is_why_auto_declines,
+    watchdog_checks >= 0 AND watchdog_failures BETWEEN 0 AND watchdog_checks AS watchdog_counts_sane,
+    available OR watchdog_checks = 0 AS no_watchdog_without_tsc
+  FROM timing_source_tsc();
+SET timing_clock_source = 'auto';
+SELECT in_use = (auto_reason IS NULL) AS auto_reason_null_iff_auto_uses_tsc
+  FROM timing_source_tsc();
+RESET timing_clock_source;
 
 -- in_use follows the setting
 SET timing_clock_source = 'system';

@@ -60,6 +60,9 @@
 #include "timing_source.h"
 
 #ifdef TS_HAVE_EXECUTOR_HOOK
+#include <math.h>
+
+#include "access/parallel.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "miscadmin.h"
@@ -70,6 +73,41 @@
 #if defined(TS_HAVE_EXECUTOR_HOOK) && defined(TSCLOCK_HAVE_TSC)
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
+static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+
+/*
+ * Plan node calls timed with the TSC by this process since it last added
+ * them to the shared count (at ExecutorEnd): one increment per call here,
+ * one atomic add per query there.
+ */
+static uint64 ts_pending_calls = 0;
+
+/*
+ * Per-query watchdog.  A query timed with the TSC also measures its whole
+ * execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end reads
+ * the system clock between two RDTSCP reads, several times, and keeps the
+ * tightest bracket: a preemption between the reads only widens a bracket,
+ * and the widths enter the comparison as its uncertainty, so it cannot
+ * fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose clocks
+ * disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty stop
+ * the TSC.
+ */
+#define TS_WATCHDOG_MIN_NS		(10 * 1000 * 1000)	/* 10 ms */
+#define TS_WATCHDOG_MAX_PCT		1.0
+#define TS_WATCHDOG_BRACKETS	4
+
+typedef struct TsWatch
+{
+	QueryDesc  *queryDesc;
+	uint64		tsc;			/* bracket midpoint */
+	uint64		width;			/* bracket width, ticks */
+	uint64		ns;				/* system clock inside the bracket */
+	struct TsWatch *next;
+	MemoryContextCallback cb;
+} TsWatch;
+
+/* queries being watched, innermost first (nesting makes several) */
+static TsWatch *ts_watches = NULL;
 
 /* Core's static ExecProcNodeFirst, learned in ts_instrument_init() */
 static ExecProcNodeMtd ts_core_first = NULL;
@@ -110,6 +148,7 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	if (likely(ticks > 0))
 		ts_instr_time_add_ns(&instr->counter,
 							 tsclock_ticks_to_ns((uint64) ticks));
+	ts_pending_calls++;
 
 	if (full)
 	{
@@ -223,6 +262,126 @@ ts_bind_node(PlanState *node, void *context)
 	return planstate_tree_walker(node, ts_bind_node, context);
 }
 
+/* Both clocks at one instant: the tightest of a few RDTSCP brackets */
+static void
+ts_watch_read(TsWatch *w)
+{
+	int			i;
+
+	w->width = PG_UINT64_MAX;
+	for (i = 0; i < TS_WATCHDOG_BRACKETS; i++)
+	{
+		uint64		t0,
+					t1,
+					ns;
+
+		t0 = tsclock_rdtscp();
+		ns = tsclock_system_ns();
+		t1 = tsclock_rdtscp();
+		if (t1 >= t0 && t1 - t0 < w->width)
+		{
+			w->width = t1 - t0;
+			w->tsc = t0 + (t1 - t0) / 2;
+			w->ns = ns;
+		}
+	}
+}
+
+static void
+ts_watch_unlink(TsWatch *w)
+{
+	TsWatch   **p;
+
+	for (p = &ts_watches; *p != NULL; p = &(*p)->next)
+	{
+		if (*p == w)
+		{
+			*p = w->next;
+			return;
+		}
+	}
+}
+
+/* the query's memory goes away (normally after ExecutorEnd, or on error) */
+static void
+ts_watch_forget(void *arg)
+{
+	ts_watch_unlink((TsWatch *) arg);
+}
+
+static void
+ts_watch_start(QueryDesc *queryDesc)
+{
+	MemoryContext cxt = queryDesc->estate->es_query_cxt;
+	TsWatch    *w = MemoryContextAllocZero(cxt, sizeof(TsWatch));
+
+	w->queryDesc = queryDesc;
+	w->cb.func = ts_watch_forget;
+	w->cb.arg = w;
+	MemoryContextRegisterResetCallback(cxt, &w->cb);
+	w->next = ts_watches;
+	ts_watches = w;
+	ts_watch_read(w);
+}
+
+/* Compare the clocks over the query; stop the TSC if they disagree */
+static void
+ts_watch_end(TsWatch *start)
+{
+	TsWatch		end;
+	int64		sys_ns;
+	double		tsc_ns,
+				slack_ns,
+				diff_pct;
+	bool		failed;
+	char		reason[256];
+
+	ts_watch_read(&end);
+	ts_watch_unlink(start);
+
+	sys_ns = (int64) (end.ns - start->ns);
+	if (end.ns < start->ns || sys_ns < TS_WATCHDOG_MIN_NS)
+		return;
+
+	/*
+	 * Each midpoint is within half its bracket of the counter at its clock
+	 * read, and each clock read is good to 1 ns.  An interval whose
+	 * brackets are too wide to judge 1% is not a check at all.
+	 */
+	slack_ns = (double) tsclock_ticks_to_ns((start->width + end.width) / 2) + 2.0;
+	if (slack_ns > sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0) / 2)
+		return;
+
+	tsc_ns = end.tsc >= start->tsc ?
+		(double) tsclock_ticks_to_ns(end.tsc - start->tsc) : -1.0;
+	diff_pct = (tsc_ns - (double) sys_ns) / (double) sys_ns * 100.0;
+	failed = tsc_ns < 0 ||
+		fabs(tsc_ns - (double) sys_ns) - slack_ns >
+		(double) sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0);
+
+	ts_stats_watchdog(failed);
+	if (!failed)
+		return;
+
+	snprintf(reason, sizeof(reason),
+			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
+			 (unsigned long long) tsclock_info.khz, diff_pct, sys_ns / 1e6);
+	ts_distrust_tsc(reason);
+
+	ereport(WARNING,
+			(errcode(ERRCODE_WARNING),
+			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
+					diff_pct),
+			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
+					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
+					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,
+					   tsc_ns / 1e6,
+					   ts_shared_is_shared() ? "in every session until the server restarts" :
+					   "in this session"),
+			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
+					 "timing_source_tsc() shows the watchdog's counts; restart the server to detect the TSC again.")));
+}
+
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
@@ -250,7 +409,40 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		ereport(DEBUG1,
 				(errmsg_internal("timing_source: %d plan nodes timed with the TSC",
 								 nbound)));
+
+		if (nbound > 0 && !IsParallelWorker())
+		{
+			/* workers this query starts must decide as this process did */
+			ts_export_decision();
+			ts_watch_start(queryDesc);
+		}
 	}
+}
+
+static void
+ts_ExecutorEnd(QueryDesc *queryDesc)
+{
+	TsWatch    *w;
+
+	for (w = ts_watches; w != NULL; w = w->next)
+	{
+		if (w->queryDesc == queryDesc)
+		{
+			ts_watch_end(w);
+			break;
+		}
+	}
+
+	if (ts_pending_calls > 0)
+	{
+		ts_stats_add_calls(ts_pending_calls);
+		ts_pending_calls = 0;
+	}
+
+	if (prev_ExecutorEnd)
+		prev_ExecutorEnd(queryDesc);
+	else
+		standard_ExecutorEnd(queryDesc);
 }
 
 static TupleTableSlot *
@@ -275,6 +467,8 @@ ts_instrument_init(void)
 
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = ts_ExecutorStart;
+	prev_ExecutorEnd = ExecutorEnd_hook;
+	ExecutorEnd_hook = ts_ExecutorEnd;
 }
 
 #else							/* !(TS_HAVE_EXECUTOR_HOOK &&

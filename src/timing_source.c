@@ -29,11 +29,13 @@
 
 #include "access/htup_details.h"
 #include "access/parallel.h"
+#include "access/xact.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/timestamp.h"
 
 #include "timing_source.h"
 
@@ -47,6 +49,9 @@ static const struct config_enum_entry session_source_options[] = {
 	{"tsc", TS_CLOCK_TSC, false},
 	/* boot value: follow timing_source.clock_source */
 	{"default", TS_CLOCK_DEFAULT, true},
+	/* what SHOW prints for auto, so that it can be fed back */
+	{"auto (tsc)", TS_CLOCK_AUTO, true},
+	{"auto (system)", TS_CLOCK_AUTO, true},
 	{NULL, 0, false}
 };
 
@@ -60,13 +65,46 @@ static const struct config_enum_entry server_source_options[] = {
 static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
 
+/*
+ * timing_source.parallel_clock: hidden, set only by this library.  The
+ * leader writes its TSC decision here before a timed query starts, as
+ * "kHz/usable/auto"; parallel workers get it with the leader's other
+ * settings and adopt it, so they never detect or calibrate themselves and
+ * always agree with the leader.
+ */
+static char *parallel_clock = NULL;
+static bool exporting_decision = false;
+static bool have_leader_decision = false;
+
+/* when the clocksource was last re-read, and the reload that was seen */
+static TimestampTz last_os_check = 0;
+static TimestampTz seen_reload_time = 0;
+
+#define TS_OS_RECHECK_INTERVAL	(10 * USECS_PER_SEC)
+
 void		_PG_init(void);
 
 void
 ts_ensure_detected(void)
 {
-	if (unlikely(!tsclock_info.detected))
-		tsclock_detect();
+	if (likely(tsclock_info.detected))
+		return;
+	if (IsParallelWorker())
+	{
+		/* no leader decision arrived: time with the system clock */
+		snprintf(tsclock_info.reason, sizeof(tsclock_info.reason),
+				 "This parallel worker did not receive its leader's TSC decision.");
+		snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
+				 "%s", tsclock_info.reason);
+		tsclock_info.detected = true;
+		return;
+	}
+	tsclock_detect();
+	last_os_check = GetCurrentTimestamp();
+	elog(DEBUG1, "timing_source: clock detection in process %d: %s, %llu kHz from %s (calibration %.3f ms)",
+		 (int) getpid(), tsclock_info.usable ? "TSC usable" : "TSC unusable",
+		 (unsigned long long) tsclock_info.khz, tsclock_info.freq_source,
+		 tsclock_info.cal.elapsed_ns / 1e6);
 }
 
 /* Core's timing_clock_source on 19+, by its displayed value */
@@ -92,6 +130,58 @@ ts_session_setting(void)
 	return (TimingClockSource) session_source;
 }
 
+void
+ts_distrust_tsc(const char *reason)
+{
+	if (ts_shared_is_shared())
+		ts_shared_distrust(reason);
+	if (!tsclock_info.usable)
+		return;
+	/* keep mult: queries bound before this point still convert with it */
+	tsclock_info.usable = false;
+	snprintf(tsclock_info.reason, sizeof(tsclock_info.reason), "%s", reason);
+	snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
+			 "%s", reason);
+	tsclock_info.auto_ok = false;
+}
+
+/*
+ * Bring this process's view up to date before a decision: a watchdog
+ * failure elsewhere in the server, and the operating system's
+ * clocksource, re-read at every configuration reload and at least every
+ * TS_OS_RECHECK_INTERVAL.  A parallel worker follows its leader instead.
+ */
+static void
+ts_refresh(void)
+{
+	char		reason[256];
+	TimestampTz now;
+
+	if (IsParallelWorker())
+		return;
+	ts_ensure_detected();
+
+	if (unlikely(ts_shared_distrusted(reason, sizeof(reason))) &&
+		tsclock_info.usable)
+		ts_distrust_tsc(reason);
+
+	now = GetCurrentTimestamp();
+	if (PgReloadTime != seen_reload_time ||
+		now - last_os_check >= TS_OS_RECHECK_INTERVAL ||
+		now < last_os_check)
+	{
+		bool		was_ok = tsclock_info.auto_ok;
+
+		seen_reload_time = PgReloadTime;
+		last_os_check = now;
+		if (tsclock_recheck_os(&tsclock_info) && was_ok != tsclock_info.auto_ok)
+			ereport(LOG,
+					(errmsg("timing_source: \"auto\" %s the TSC now that the operating system's clocksource is \"%s\"",
+							tsclock_info.auto_ok ? "uses" : "no longer uses",
+							tsclock_info.os_clocksource)));
+	}
+}
+
 bool
 ts_session_uses_tsc(void)
 {
@@ -99,17 +189,108 @@ ts_session_uses_tsc(void)
 	if (ts_core_owns_setting)
 		return ts_core_uses_tsc();
 
+	if (IsParallelWorker() && !have_leader_decision)
+		return false;
+	ts_refresh();
+
 	switch (ts_session_setting())
 	{
 		case TS_CLOCK_SYSTEM:
 			return false;
 		case TS_CLOCK_TSC:
-			ts_ensure_detected();
 			return tsclock_info.usable;
 		default:
-			ts_ensure_detected();
 			return tsclock_info.auto_ok;
 	}
+}
+
+void
+ts_export_decision(void)
+{
+	char		want[64];
+
+	if (IsParallelWorker() || IsInParallelMode())
+		return;
+	snprintf(want, sizeof(want), "%llu/%d/%d",
+			 (unsigned long long) tsclock_info.khz,
+			 (int) tsclock_info.usable, (int) tsclock_info.auto_ok);
+	if (parallel_clock != NULL && strcmp(parallel_clock, want) == 0)
+		return;
+
+	exporting_decision = true;
+	PG_TRY();
+	{
+		SetConfigOption("timing_source.parallel_clock", want,
+						PGC_USERSET, PGC_S_SESSION);
+	}
+	PG_FINALLY();
+	{
+		exporting_decision = false;
+	}
+	PG_END_TRY();
+}
+
+static bool
+check_parallel_clock(char **newval, void **extra, GucSource source)
+{
+	unsigned long long khz;
+	int			usable,
+				auto_ok;
+
+	if (*newval == NULL || (*newval)[0] == '\0')
+		return true;
+	if (!exporting_decision && !IsParallelWorker())
+	{
+		GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
+		GUC_check_errdetail("This parameter is set by timing_source itself.");
+		return false;
+	}
+	if (sscanf(*newval, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+	{
+		GUC_check_errdetail("The value must have the form \"kHz/usable/auto\".");
+		return false;
+	}
+	return true;
+}
+
+/* In a parallel worker, adopt the leader's decision */
+static void
+assign_parallel_clock(const char *newval, void *extra)
+{
+	unsigned long long khz;
+	int			usable,
+				auto_ok;
+
+	if (!IsParallelWorker())
+		return;
+	if (newval == NULL ||
+		sscanf(newval, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+	{
+		have_leader_decision = false;
+		return;
+	}
+
+	tsclock_info.detected = true;
+	tsclock_info.khz = khz;
+#ifdef TSCLOCK_HAVE_TSC
+	tsclock_info.x86_64 = true;
+	tsclock_info.usable = usable && khz > 0;
+	tsclock_info.auto_ok = tsclock_info.usable && auto_ok;
+#else
+	tsclock_info.usable = tsclock_info.auto_ok = false;
+#endif
+	tsclock_info.mult = tsclock_mult_for_khz(tsclock_info.usable ? khz : 0);
+	if (!tsclock_info.usable)
+		snprintf(tsclock_info.reason, sizeof(tsclock_info.reason),
+				 "The leader of this parallel worker does not use the TSC.");
+	else
+		tsclock_info.reason[0] = '\0';
+	if (!tsclock_info.auto_ok)
+		snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
+				 "The leader of this parallel worker does not use the TSC by default.");
+	else
+		tsclock_info.auto_reason[0] = '\0';
+	have_leader_decision = true;
 }
 
 void
@@ -167,9 +348,17 @@ show_session_source(void)
 void
 _PG_init(void)
 {
-	/* Detect once in the postmaster so that no backend pays for it */
-	if (process_shared_preload_libraries_in_progress)
-		tsclock_detect();
+	/*
+	 * Detect and calibrate now, when the library is loaded: in the
+	 * postmaster when preloaded (every backend inherits the result), else
+	 * in this backend at LOAD, session_preload_libraries, CREATE EXTENSION
+	 * or the first function call, never later inside SHOW or a timed query.
+	 * A parallel worker takes its leader's decision instead.
+	 */
+	if (!IsParallelWorker())
+		ts_ensure_detected();
+
+	ts_shared_init();
 
 	if (ts_core_owns_setting)
 		return;
@@ -197,6 +386,16 @@ _PG_init(void)
 							 GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
 							 check_clock_source, NULL, show_session_source);
 
+	DefineCustomStringVariable("timing_source.parallel_clock",
+							   "The TSC decision a leader passes to its parallel workers.",
+							   "Set by timing_source itself; not user-settable.",
+							   &parallel_clock,
+							   "",
+							   PGC_USERSET,
+							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL |
+							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
+							   check_parallel_clock, assign_parallel_clock, NULL);
+
 	MarkGUCPrefixReserved("timing_source");
 
 	ts_instrument_init();
@@ -204,25 +403,38 @@ _PG_init(void)
 
 /*
  * timing_source_tsc() -> one row, see the install script for the columns.
+ *
+ * Version 1.0 of the SQL definition has the first 12 columns only; the
+ * row is built to whatever the caller's definition asks for, so a new
+ * library serves a database whose extension has not been updated yet.
  */
 PG_FUNCTION_INFO_V1(timing_source_tsc);
+
+#define TS_TSC_COLS 16
 
 Datum
 timing_source_tsc(PG_FUNCTION_ARGS)
 {
 	const TsClockInfo *info = &tsclock_info;
 	TupleDesc	tupdesc;
-	Datum		values[12];
-	bool		nulls[12];
+	Datum		values[TS_TSC_COLS];
+	bool		nulls[TS_TSC_COLS];
+	bool		in_use;
+	TsStats		stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts > TS_TSC_COLS)
+		elog(ERROR, "timing_source_tsc() returns at most %d columns, not %d",
+			 TS_TSC_COLS, tupdesc->natts);
 
 	ts_ensure_detected();
+	in_use = ts_session_uses_tsc();
+	ts_stats_read(&stats);
 	memset(nulls, 0, sizeof(nulls));
 
 	values[0] = BoolGetDatum(info->usable);
-	values[1] = BoolGetDatum(ts_session_uses_tsc());
+	values[1] = BoolGetDatum(in_use);
 	values[2] = Int64GetDatum((int64) info->khz);
 	nulls[2] = (info->khz == 0);
 	values[3] = CStringGetTextDatum(info->freq_source);
@@ -241,6 +453,12 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 	nulls[10] = (info->os_clocksource[0] == '\0');
 	values[11] = CStringGetTextDatum(info->reason);
 	nulls[11] = info->usable;
+	/* 1.1 */
+	values[12] = CStringGetTextDatum(info->auto_reason);
+	nulls[12] = info->auto_ok;
+	values[13] = Int64GetDatum((int64) stats.watchdog_checks);
+	values[14] = Int64GetDatum((int64) stats.watchdog_failures);
+	values[15] = Int64GetDatum((int64) stats.tsc_calls);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

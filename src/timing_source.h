@@ -22,8 +22,10 @@ typedef enum TimingClockSource
 } TimingClockSource;
 
 /*
- * Run CPU detection and calibration if this process has not done so yet
- * (it normally has: the postmaster does it when the library is preloaded).
+ * Run CPU detection and calibration if this process has not done so yet.
+ * It normally has: _PG_init detects, in the postmaster when the library is
+ * preloaded, else when the library is loaded into the backend.  A parallel
+ * worker never detects: it takes its leader's decision.
  */
 extern void ts_ensure_detected(void);
 
@@ -47,7 +49,37 @@ extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 /* PostgreSQL 19 and later: core owns timing_clock_source */
 extern bool ts_core_owns_setting;
 
+/*
+ * Mark the TSC unusable in this process (and, when preloaded, in every
+ * process of the server) because the per-query watchdog caught it
+ * disagreeing with the system clock.  Queries already bound keep it.
+ */
+extern void ts_distrust_tsc(const char *reason);
+
+/*
+ * Make sure this session's parallel workers will see this process's TSC
+ * decision (called before a timed query starts).
+ */
+extern void ts_export_decision(void);
+
 /* executor glue (instrument.c) */
 extern void ts_instrument_init(void);
+
+/* state shared across processes when preloaded (shared.c) */
+typedef struct TsStats
+{
+	uint64		watchdog_checks;
+	uint64		watchdog_failures;
+	uint64		tsc_calls;		/* plan node calls timed with the TSC */
+	bool		shared;			/* server-wide, else this process only */
+} TsStats;
+
+extern void ts_shared_init(void);
+extern bool ts_shared_is_shared(void);
+extern void ts_stats_add_calls(uint64 n);
+extern void ts_stats_watchdog(bool failed);
+extern void ts_stats_read(TsStats *stats);
+extern void ts_shared_distrust(const char *reason);
+extern bool ts_shared_distrusted(char *reason, size_t len);
 
 #endif							/* TIMING_SOURCE_H */
