@@ -23,6 +23,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# Export only what PostgreSQL calls (see the map); GNU ld and compatibles
+ifeq ($(PORTNAME),linux)
+SHLIB_LINK += -Wl,--version-script=$(srcdir)/src/timing_source.map
+$(shlib): src/timing_source.map
+endif
+
 # ---- clock core unit tests (plain C, no server) ----
 UNIT_CC ?= cc
 UNIT_CFLAGS = -O2 -g -std=gnu99 -Wall -Wextra -Wno-unused-parameter $(EXTRA_CFLAGS) -Isrc

@@ -115,6 +115,10 @@ run_suite build_nox86 bash -c '
 		echo "not ok 1 - the extension builds with the TSC compiled out, no warnings"
 	fi'
 
+# the installed library and the TSC-less one export only what PostgreSQL needs
+run_suite symbols bash scripts/check_symbols.sh \
+	"$("$PG_CONFIG" --pkglibdir)/timing_source.so" ../build_nox86/timing_source.so
+
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 regress_and_tap ""
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
