@@ -371,7 +371,7 @@ ts_watch_end(TsWatch *start)
 	ereport(WARNING,
 			(errcode(ERRCODE_WARNING),
 			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
-					diff_pct),
+					fabs(diff_pct)),
 			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
 					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
 					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,

@@ -321,7 +321,7 @@ check_clock_source(int *newval, void **extra, GucSource source)
 	if (IsParallelWorker())
 		return true;
 
-	ts_ensure_detected();
+	ts_refresh();
 	if (tsclock_info.usable)
 		return true;
 
