@@ -391,10 +391,18 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		standard_ExecutorStart(queryDesc, eflags);
 
 	/* Cheap checks first: most queries are not timed at all */
-	if ((queryDesc->instrument_options & INSTRUMENT_TIMER) != 0 &&
-		queryDesc->planstate != NULL &&
-		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		ts_session_uses_tsc())
+	if ((queryDesc->instrument_options & INSTRUMENT_TIMER) == 0 ||
+		queryDesc->planstate == NULL ||
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
+		return;
+
+	/*
+	 * Workers this query starts must decide as this process does now, also
+	 * when that is the system clock: pass the decision on first.
+	 */
+	ts_export_decision();
+
+	if (ts_session_uses_tsc())
 	{
 		EState	   *estate = queryDesc->estate;
 		int			nbound = 0;
@@ -411,11 +419,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 								 nbound)));
 
 		if (nbound > 0 && !IsParallelWorker())
-		{
-			/* workers this query starts must decide as this process did */
-			ts_export_decision();
 			ts_watch_start(queryDesc);
-		}
 	}
 }
 

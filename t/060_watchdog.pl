@@ -106,6 +106,31 @@ if ($tsc)
 	is($r->{failures}, 1, 'no further failure');
 	my ($ret, $out, $err2) = $node->psql('postgres', q{SET timing_clock_source = 'tsc'});
 	like($err2, qr/DETAIL:  The per-query watchdog found the TSC/, "an explicit 'tsc' is refused with the watchdog's finding");
+
+	# A session whose parallel workers were told "use the TSC" before the
+	# trip must tell them otherwise after it.
+	$node->stop;
+	{
+		local $ENV{TIMING_SOURCE_TEST_KHZ} = $half;
+		$node->start;
+	}
+	$node->safe_psql('postgres', 'CREATE TABLE p AS SELECT g FROM generate_series(1, 2000) g; VACUUM ANALYZE p');
+	my $s = $node->background_psql('postgres', on_error_stop => 0);
+	$s->query_safe(q{
+		SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = off;
+		SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0});
+	my $calls_of = sub { my $o = $s->query('SELECT tsc_timed_calls FROM timing_source_tsc()'); chomp $o; $o };
+	my $c0 = $calls_of->();
+	$s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM p');
+	my $c1 = $calls_of->();
+	cmp_ok($c1 - $c0, '>=', 2000, 'before the trip, parallel workers time with the TSC');
+	$s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT pg_sleep(0.05)');
+	is(tsc_row($node)->{failures}, 1, 'the watchdog tripped in that session');
+	my $c2 = $calls_of->();
+	my ($plan) = $s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM p');
+	like($plan, qr/Workers Launched: [1-9]/, 'a parallel query after the trip');
+	is($calls_of->(), $c2, 'its workers no longer time with the TSC');
+	$s->quit;
 }
 else
 {
