@@ -156,7 +156,9 @@ SET jit = off;
 
 --
 -- Which nodes get the TSC wrapper: the hook reports at DEBUG1 how many
--- plan nodes it bound.  Only timed queries under the TSC are bound.
+-- plan nodes it bound.  Timed queries under the TSC are bound to the timed
+-- wrappers; TIMING OFF ones, under the TSC, to the clock-less wrappers that
+-- only count rows (and buffers).
 --
 SET client_min_messages = debug1;
 SET timing_clock_source = :'src';

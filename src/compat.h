@@ -149,6 +149,19 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
  * not hook ExecutorRun.)
  */
 
+/*
+ * PostgreSQL 18 lets extensions add lines to EXPLAIN's output for each
+ * plan node (also in auto_explain, which prints through the same code);
+ * ExplainPropertyText moved to explain_format.h there.  Sampled timing
+ * says so through it; earlier majors have no such hook.
+ */
+#if PG_VERSION_NUM >= 180000
+#define TS_HAVE_EXPLAIN_NODE_HOOK 1
+#include "commands/explain.h"
+#include "commands/explain_format.h"
+#include "commands/explain_state.h"
+#endif
+
 #endif							/* TS_HAVE_EXECUTOR_HOOK */
 
 /* ----------------------------------------------------------------------

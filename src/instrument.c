@@ -113,20 +113,109 @@ static TsWatch *ts_watches = NULL;
 static ExecProcNodeMtd ts_core_first = NULL;
 
 /*
- * The body of both instrumented wrappers.  "full" selects the variant that
- * also handles buffer/WAL usage and async mode; it is a compile-time
- * constant in each caller, so the timer-only variant contains none of
- * those tests.
+ * Sampled timing (timing_source.sample_every = N > 1).  A sampled node's
+ * Instrumentation is replaced at bind time by this larger struct, core's
+ * part first, so that core keeps using it as before.  Each node times the
+ * first call of every loop (so startup times stay exact) and, in addition,
+ * each other call independently with probability 1/N: the gap to the next
+ * sampled call is drawn from the geometric distribution, so no periodic
+ * workload can alias with the choice.  A sampled call adds N times its
+ * duration (the Horvitz-Thompson estimator: unbiased for the node's total
+ * whatever the distribution of call durations); unsampled calls read no
+ * clock.
+ */
+typedef struct TsInstrumentation
+{
+	Instrumentation instr;		/* core's, must be first */
+	uint64		weight;			/* N */
+	int64		countdown;		/* calls until the next sampled one */
+	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
+} TsInstrumentation;
+
+static uint64 ts_rng_state = 0;
+static int	ts_rng_pid = 0;
+
+/* xorshift64*: fast, good enough to choose calls, seeded per process */
+static inline uint64
+ts_rng_next(void)
+{
+	uint64		x = ts_rng_state;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	ts_rng_state = x;
+	return x * UINT64CONST(2685821657736338717);
+}
+
+static void
+ts_rng_seed(void)
+{
+	if (ts_rng_pid == MyProcPid && ts_rng_state != 0)
+		return;
+	ts_rng_state = tsclock_rdtsc() ^ ((uint64) MyProcPid << 32) ^
+		UINT64CONST(0x9E3779B97F4A7C15);
+	if (ts_rng_state == 0)
+		ts_rng_state = 1;
+	ts_rng_pid = MyProcPid;
+}
+
+/* Calls until the next sampled one: geometric with p = 1/N, at least 1 */
+static pg_noinline int64
+ts_sample_gap(TsInstrumentation *ti)
+{
+	/* u uniform in (0, 1] */
+	double		u = ((double) (ts_rng_next() >> 11) + 1.0) *
+		(1.0 / 9007199254740992.0);
+
+	return 1 + (int64) floor(log(u) * ti->inv_log_q);
+}
+
+/* How a wrapper times: not at all (rows only), every call, or sampled */
+typedef enum TsTiming
+{
+	TS_TIME_NONE,
+	TS_TIME_EXACT,
+	TS_TIME_SAMPLED
+} TsTiming;
+
+/*
+ * Buffer usage: core copies the whole BufferUsage struct on entry and adds
+ * the field-by-field difference on exit, for every call.  The counters
+ * change on a small fraction of calls (about once per page for a scan), so
+ * the exit first checks whether anything changed at all, in a few wide
+ * comparisons, and only then adds the difference: exactly core's figures.
+ */
+static pg_attribute_always_inline bool
+ts_usage_changed(const void *now, const void *start, size_t size)
+{
+	const uint64 *a = (const uint64 *) now;
+	const uint64 *b = (const uint64 *) start;
+	uint64		diff = 0;
+
+	StaticAssertStmt(sizeof(BufferUsage) % sizeof(uint64) == 0 &&
+					 sizeof(WalUsage) % sizeof(uint64) == 0,
+					 "usage structs are whole 64-bit words");
+	for (size_t i = 0; i < size / sizeof(uint64); i++)
+		diff |= a[i] ^ b[i];
+	return diff != 0;
+}
+
+/*
+ * The body of every wrapper.  "timing" and "full" are compile-time
+ * constants in each caller, so each variant contains only its own tests:
+ * "full" adds buffer/WAL usage and async mode.
  */
 static pg_attribute_always_inline TupleTableSlot *
-ts_exec_proc_node_body(PlanState *node, bool full)
+ts_exec_proc_node_body(PlanState *node, TsTiming timing, bool full)
 {
 	Instrumentation *instr = node->instrument;
 	TupleTableSlot *result;
 	BufferUsage bufusage_start;
 	WalUsage	walusage_start;
-	uint64		start;
-	int64		ticks;
+	uint64		start = 0;
+	bool		timed;
+	uint64		weight = 1;
 
 	if (full)
 	{
@@ -136,26 +225,58 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 			walusage_start = pgWalUsage;
 	}
 
-	start = tsclock_rdtsc();
-	result = node->ExecProcNodeReal(node);
-	ticks = (int64) (tsclock_rdtsc() - start);
+	if (timing == TS_TIME_EXACT)
+		timed = true;
+	else if (timing == TS_TIME_SAMPLED)
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
 
-	/*
-	 * The TSC is invariant and synchronized across CPUs whenever the
-	 * session may use it, so a negative difference cannot really happen;
-	 * should it, count nothing rather than an absurd interval.
-	 */
-	if (likely(ticks > 0))
-		ts_instr_time_add_ns(&instr->counter,
-							 tsclock_ticks_to_ns((uint64) ticks));
-	ts_pending_calls++;
+		/*
+		 * The first call of a loop is always timed, at weight 1 (and so
+		 * are an async node's calls before its first tuple): startup times
+		 * stay exact.  Other calls are timed when their countdown ends.
+		 */
+		if (unlikely(!instr->running) ||
+			(full && instr->async_mode && instr->tuplecount < 1.0))
+			timed = true;
+		else if (likely(--ti->countdown > 0))
+			timed = false;
+		else
+		{
+			timed = true;
+			weight = ti->weight;
+			ti->countdown = ts_sample_gap(ti);
+		}
+	}
+	else
+		timed = false;
+
+	if (timed)
+		start = tsclock_rdtsc();
+	result = node->ExecProcNodeReal(node);
+	if (timed)
+	{
+		int64		ticks = (int64) (tsclock_rdtsc() - start);
+
+		/*
+		 * The TSC is invariant and synchronized across CPUs whenever the
+		 * session may use it, so a negative difference cannot really
+		 * happen; should it, count nothing rather than an absurd interval.
+		 */
+		if (likely(ticks > 0))
+			ts_instr_time_add_ns(&instr->counter,
+								 tsclock_ticks_to_ns((uint64) ticks) * weight);
+		ts_pending_calls++;
+	}
 
 	if (full)
 	{
-		if (instr->need_bufusage)
+		if (instr->need_bufusage &&
+			ts_usage_changed(&pgBufferUsage, &bufusage_start, sizeof(BufferUsage)))
 			BufferUsageAccumDiff(&instr->bufusage, &pgBufferUsage,
 								 &bufusage_start);
-		if (instr->need_walusage)
+		if (instr->need_walusage &&
+			ts_usage_changed(&pgWalUsage, &walusage_start, sizeof(WalUsage)))
 			WalUsageAccumDiff(&instr->walusage, &pgWalUsage,
 							  &walusage_start);
 	}
@@ -163,7 +284,8 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	/*
 	 * First call of this cycle: remember the startup time.  An async node
 	 * may run several times before its first tuple; core then moves
-	 * firsttuple forward until a tuple has been counted.
+	 * firsttuple forward until a tuple has been counted.  Without the timer
+	 * counter stays zero, and so does firsttuple, as in core.
 	 */
 	if (unlikely(!instr->running))
 	{
@@ -179,39 +301,75 @@ ts_exec_proc_node_body(PlanState *node, bool full)
 	return result;
 }
 
-/* Timer only: the common EXPLAIN ANALYZE case */
-static TupleTableSlot *
-ts_exec_proc_node_timer(PlanState *node)
-{
-	return ts_exec_proc_node_body(node, false);
+#define TS_WRAPPER(name, timing, full) \
+static TupleTableSlot * \
+name(PlanState *node) \
+{ \
+	return ts_exec_proc_node_body(node, timing, full); \
 }
 
-/* Timer plus buffer/WAL usage and/or async mode */
-static TupleTableSlot *
-ts_exec_proc_node_full(PlanState *node)
-{
-	return ts_exec_proc_node_body(node, true);
-}
+/* every call timed: the common EXPLAIN ANALYZE case, and with usage */
+TS_WRAPPER(ts_exec_proc_node_timer, TS_TIME_EXACT, false)
+TS_WRAPPER(ts_exec_proc_node_full, TS_TIME_EXACT, true)
+/* timing_source.sample_every > 1 */
+TS_WRAPPER(ts_exec_proc_node_sampled, TS_TIME_SAMPLED, false)
+TS_WRAPPER(ts_exec_proc_node_sampled_full, TS_TIME_SAMPLED, true)
+/* no timer (TIMING OFF): rows, loops and usage only, no clock */
+TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, false)
+TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, true)
 
 /*
- * First call of a node bound to the TSC: core's ExecProcNodeFirst checks
- * the stack depth once per node (ExecProcNode calls for a node are made at
- * roughly the same depth each time), then removes itself.
+ * First call of a bound node: core's ExecProcNodeFirst checks the stack
+ * depth once per node (ExecProcNode calls for a node are made at roughly
+ * the same depth each time), then removes itself.  So do these, choosing
+ * the variant with usage/async handling only where the node needs it.
  */
-static TupleTableSlot *
-ts_exec_proc_node_first(PlanState *node)
+static pg_attribute_always_inline TupleTableSlot *
+ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full)
 {
 	Instrumentation *instr = node->instrument;
 
 	check_stack_depth();
 
 	if (instr->need_bufusage || instr->need_walusage || instr->async_mode)
-		node->ExecProcNode = ts_exec_proc_node_full;
+		node->ExecProcNode = full;
 	else
-		node->ExecProcNode = ts_exec_proc_node_timer;
+		node->ExecProcNode = lean;
 
 	return node->ExecProcNode(node);
 }
+
+static TupleTableSlot *
+ts_exec_proc_node_first(PlanState *node)
+{
+	return ts_first_call(node, ts_exec_proc_node_timer, ts_exec_proc_node_full);
+}
+
+static TupleTableSlot *
+ts_exec_proc_node_first_sampled(PlanState *node)
+{
+	return ts_first_call(node, ts_exec_proc_node_sampled,
+						 ts_exec_proc_node_sampled_full);
+}
+
+static TupleTableSlot *
+ts_exec_proc_node_first_rows(PlanState *node)
+{
+	return ts_first_call(node, ts_exec_proc_node_rows, ts_exec_proc_node_rows_full);
+}
+
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+/* Whether a node was bound with sampled timing, and its N (0 if not) */
+static uint64
+ts_node_sample_every(PlanState *node)
+{
+	if (node->ExecProcNode == ts_exec_proc_node_first_sampled ||
+		node->ExecProcNode == ts_exec_proc_node_sampled ||
+		node->ExecProcNode == ts_exec_proc_node_sampled_full)
+		return ((TsInstrumentation *) node->instrument)->weight;
+	return 0;
+}
+#endif
 
 /*
  * Nodes core runs through MultiExecProcNode, with its own calls to
@@ -233,6 +391,14 @@ ts_multi_exec_node(PlanState *node)
 	}
 }
 
+typedef struct TsBindContext
+{
+	int			ntimed;			/* nodes bound to a TSC-timed wrapper */
+	int			nrows;			/* nodes bound to a clock-less wrapper */
+	int			sample_every;	/* > 1: sampled timing */
+	MemoryContext cxt;			/* the query's memory */
+} TsBindContext;
+
 /*
  * planstate_tree_walker callback: bind one node and recurse.
  *
@@ -243,7 +409,7 @@ ts_multi_exec_node(PlanState *node)
 static bool
 ts_bind_node(PlanState *node, void *context)
 {
-	int		   *nbound = (int *) context;
+	TsBindContext *bc = (TsBindContext *) context;
 
 	if (node == NULL)
 		return false;
@@ -251,12 +417,31 @@ ts_bind_node(PlanState *node, void *context)
 	check_stack_depth();
 
 	if (node->instrument != NULL &&
-		node->instrument->need_timer &&
 		node->ExecProcNode == ts_core_first &&
 		!ts_multi_exec_node(node))
 	{
-		node->ExecProcNode = ts_exec_proc_node_first;
-		(*nbound)++;
+		if (!node->instrument->need_timer)
+		{
+			node->ExecProcNode = ts_exec_proc_node_first_rows;
+			bc->nrows++;
+		}
+		else if (bc->sample_every > 1)
+		{
+			TsInstrumentation *ti = MemoryContextAlloc(bc->cxt, sizeof(TsInstrumentation));
+
+			memcpy(&ti->instr, node->instrument, sizeof(Instrumentation));
+			ti->weight = (uint64) bc->sample_every;
+			ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
+			ti->countdown = ts_sample_gap(ti);
+			node->instrument = &ti->instr;
+			node->ExecProcNode = ts_exec_proc_node_first_sampled;
+			bc->ntimed++;
+		}
+		else
+		{
+			node->ExecProcNode = ts_exec_proc_node_first;
+			bc->ntimed++;
+		}
 	}
 
 	return planstate_tree_walker(node, ts_bind_node, context);
@@ -390,8 +575,8 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	else
 		standard_ExecutorStart(queryDesc, eflags);
 
-	/* Cheap checks first: most queries are not timed at all */
-	if ((queryDesc->instrument_options & INSTRUMENT_TIMER) == 0 ||
+	/* Cheap checks first: most queries are not instrumented at all */
+	if (queryDesc->instrument_options == 0 ||
 		queryDesc->planstate == NULL ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
@@ -405,23 +590,60 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	if (ts_session_uses_tsc())
 	{
 		EState	   *estate = queryDesc->estate;
-		int			nbound = 0;
+		TsBindContext bc;
 		ListCell   *lc;
 
-		ts_bind_node(queryDesc->planstate, &nbound);
+		bc.ntimed = bc.nrows = 0;
+		bc.sample_every = ts_sample_every;
+		bc.cxt = estate->es_query_cxt;
+		if (bc.sample_every > 1)
+			ts_rng_seed();
+
+		ts_bind_node(queryDesc->planstate, &bc);
 
 		/* subplans not reachable from the main tree (normally none) */
 		foreach(lc, estate->es_subplanstates)
-			ts_bind_node((PlanState *) lfirst(lc), &nbound);
+			ts_bind_node((PlanState *) lfirst(lc), &bc);
 
-		ereport(DEBUG1,
-				(errmsg_internal("timing_source: %d plan nodes timed with the TSC",
-								 nbound)));
+		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+			ereport(DEBUG1,
+					(errmsg_internal("timing_source: %d plan nodes timed with the TSC%s",
+									 bc.ntimed,
+									 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls", bc.sample_every) : "")));
+		else
+			ereport(DEBUG1,
+					(errmsg_internal("timing_source: %d plan nodes counted without a clock",
+									 bc.nrows)));
 
-		if (nbound > 0 && !IsParallelWorker())
+		if (bc.ntimed > 0 && !IsParallelWorker())
 			ts_watch_start(queryDesc);
 	}
 }
+
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+static explain_per_node_hook_type prev_explain_per_node = NULL;
+
+/*
+ * EXPLAIN (and auto_explain) of a query timed with sampling: say so once,
+ * on the top plan node, since its times are estimates.
+ */
+static void
+ts_explain_per_node(PlanState *planstate, List *ancestors,
+					const char *relationship, const char *plan_name,
+					struct ExplainState *es)
+{
+	uint64		n;
+
+	if (prev_explain_per_node)
+		prev_explain_per_node(planstate, ancestors, relationship, plan_name, es);
+
+	if (ancestors == NIL && es->analyze && es->timing &&
+		(n = ts_node_sample_every(planstate)) > 1)
+		ExplainPropertyText("Timing",
+							psprintf("sampled, 1 in " UINT64_FORMAT " calls", n),
+							es);
+}
+#endif
 
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
@@ -473,6 +695,10 @@ ts_instrument_init(void)
 	ExecutorStart_hook = ts_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+	prev_explain_per_node = explain_per_node_hook;
+	explain_per_node_hook = ts_explain_per_node;
+#endif
 }
 
 #else							/* !(TS_HAVE_EXECUTOR_HOOK &&

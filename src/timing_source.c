@@ -64,6 +64,7 @@ static const struct config_enum_entry server_source_options[] = {
 
 static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
+int			ts_sample_every = 1;
 
 /*
  * timing_source.parallel_clock: hidden, set only by this library.  The
@@ -396,6 +397,18 @@ _PG_init(void)
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL |
 							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
 							   check_parallel_clock, assign_parallel_clock, NULL);
+
+	DefineCustomIntVariable("timing_source.sample_every",
+							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
+							"1 (the default) times every call.  With N > 1, each node times the first "
+							"call of every loop, so startup times stay exact, and about 1 in N of its "
+							"other calls, chosen at random, and scales those up to all calls: "
+							"total times are estimates, rows and loops are exact.",
+							&ts_sample_every,
+							1, 1, 1000000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("timing_source");
 

@@ -49,6 +49,9 @@ extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 /* PostgreSQL 19 and later: core owns timing_clock_source */
 extern bool ts_core_owns_setting;
 
+/* timing_source.sample_every: time 1 in N calls of each node (1: all) */
+extern int	ts_sample_every;
+
 /*
  * Mark the TSC unusable in this process (and, when preloaded, in every
  * process of the server) because the per-query watchdog caught it

@@ -6,8 +6,16 @@
 #
 # - EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF) in all formats,
 # - EXPLAIN (COSTS OFF) without ANALYZE,
-# - EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) with timing on, after
-#	masking the time figures only.
+# - EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) with timing on, also with
+#	BUFFERS and in JSON, after masking the time figures only,
+# - the same timed statements with sampled timing (timing_source.sample_every
+#	= 64): rows, loops and buffers exact, only the times estimated (on 18
+#	the line EXPLAIN adds for it, "Timing: sampled, 1 in 64 calls", is
+#	checked and then dropped).
+#
+# TIMING OFF goes through the library's own clock-less wrappers where the
+# session's source is the TSC, so those outputs also check that they count
+# exactly what core counts.
 #
 use strict;
 use warnings;
@@ -69,26 +77,38 @@ my @options = (
 	'ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF, FORMAT XML',
 	'ANALYZE, TIMING OFF, COSTS OFF, SUMMARY OFF, BUFFERS',
 	'COSTS OFF',
-	'ANALYZE, COSTS OFF, SUMMARY OFF');
+	'ANALYZE, COSTS OFF, SUMMARY OFF',
+	'ANALYZE, COSTS OFF, SUMMARY OFF, BUFFERS',
+	'ANALYZE, COSTS OFF, SUMMARY OFF, BUFFERS, FORMAT JSON');
+my @timed_options = grep { !/TIMING OFF/ && /ANALYZE/ } @options;
 
 # Run everything in one session; mask measured times only
 sub explain_all
 {
-	my ($setup) = @_;
+	my ($setup, @opts) = @_;
+	@opts = @options unless @opts;
 	my $script = $setup;
 	for my $q (@queries)
 	{
-		$script .= "EXPLAIN ($_) $q;\n" for @options;
+		$script .= "EXPLAIN ($_) $q;\n" for @opts;
 	}
 	# the first round warms the buffer cache, so BUFFERS output is stable
 	$node->safe_psql('postgres', $script);
 	my $out = $node->safe_psql('postgres', $script);
 	$out =~ s/actual time=[0-9.]+\.\.[0-9.]+/actual time=T..T/g;
+	$out =~ s/"Actual (Startup|Total) Time": [0-9.]+/"Actual $1 Time": T/g;
 	return $out;
 }
 
 my $loaded = explain_all("SET timing_clock_source = '$tsc';\n");
 like($loaded, qr/actual time=T\.\.T/, 'timed plans were produced');
+my $sampled = explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
+	@timed_options);
+my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
+my $nsampled = () = $sampled =~ /^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)$/mg;
+is($nsampled, ($major >= 18 && $tsc eq 'tsc') ? scalar(@queries) * scalar(@timed_options) : 0,
+	'sampled plans say so once per plan on 18 with the TSC, never elsewhere');
+$sampled =~ s/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)\n//mg;
 
 # Where the TSC is used, make sure it really was: the hook reports the
 # nodes it binds at DEBUG1
@@ -115,6 +135,7 @@ my $loaded_now = $node->safe_psql('postgres',
 is($loaded_now, '0', 'library not loaded in the second run');
 
 my $stock = explain_all('');
+my $stock_timed = explain_all('', @timed_options);
 
 my @l = split /\n/, $loaded;
 my @s = split /\n/, $stock;
@@ -130,6 +151,7 @@ for my $i (0 .. $#l)
 }
 ok($loaded eq $stock, 'EXPLAIN output byte-identical with and without the library')
   or diag($first_diff);
+is($sampled, $stock_timed, 'sampled timing: output identical to stock but for the masked times');
 
 $node->stop;
 done_testing();

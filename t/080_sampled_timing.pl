@@ -1,0 +1,152 @@
+#
+# timing_source.sample_every = N: each node times the first call of every
+# loop and, at random, about 1 in N of its other calls, and scales those up.
+# Rows and loops stay exact; totals are estimates, unbiased whatever the
+# call durations, and the random choice does not alias with a workload
+# whose slow calls come every N-th row.  On PostgreSQL 18 EXPLAIN and
+# auto_explain say "Timing: sampled, 1 in N calls"; earlier majors have no
+# hook for it, and the setting's description says it.
+#
+# Where the TSC is unusable the setting changes nothing: core times every
+# call with the system clock.
+#
+use strict;
+use warnings;
+
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('sampled');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'timing_source, auto_explain'
+max_parallel_workers_per_gather = 0
+jit = off
+auto_explain.log_min_duration = -1
+auto_explain.log_analyze = on
+auto_explain.log_timing = on
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION timing_source;
+	CREATE TABLE t AS SELECT g FROM generate_series(1, 200000) g;
+	VACUUM ANALYZE t;
+});
+my $tsc = $node->safe_psql('postgres', 'SELECT available FROM timing_source_tsc()') eq 't';
+my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
+note $tsc ? 'TSC usable' : 'TSC unusable on this server';
+
+like($node->safe_psql('postgres',
+		q{SELECT short_desc || ' ' || extra_desc FROM pg_settings WHERE name = 'timing_source.sample_every'}),
+	qr/estimates.*rows and loops are exact/s, 'the setting says sampled times are estimates');
+
+# EXPLAIN (ANALYZE, FORMAT JSON) under a sample_every; returns the plan
+sub plan_json
+{
+	my ($n, $sql) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SET timing_source.sample_every = $n; EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) $sql");
+	return decode_json($out)->[0];
+}
+
+# rows and loops exact, every node, with N = 64
+my $q = 'SELECT g % 7 AS k, count(*) FROM t GROUP BY 1 ORDER BY 1';
+my ($exact, $sampled) = (plan_json(1, $q), plan_json(64, $q));
+sub shape
+{
+	my ($p) = @_;
+	my @s = ("$p->{'Node Type'} rows=$p->{'Actual Rows'} loops=$p->{'Actual Loops'}");
+	push @s, shape($_) for @{ $p->{Plans} // [] };
+	return join ' | ', @s;
+}
+is(shape($sampled->{Plan}), shape($exact->{Plan}), 'sampled: the same nodes, rows and loops as exact timing');
+
+# how many node calls read the TSC
+sub calls_for
+{
+	my ($n, $sql) = @_;
+	my $out = $node->safe_psql('postgres', qq{
+		SELECT tsc_timed_calls FROM timing_source_tsc();
+		SET timing_source.sample_every = $n;
+		EXPLAIN (ANALYZE, COSTS OFF) $sql;
+		SELECT tsc_timed_calls FROM timing_source_tsc();});
+	my @c = $out =~ /^(\d+)$/mg;
+	return $c[-1] - $c[0];
+}
+my $cq = 'SELECT count(*) FROM t';
+if ($tsc)
+{
+	is(calls_for(1, $cq), 200003, 'exact: every call reads the TSC (200,001 scan calls, 2 aggregate calls)');
+	my $c = calls_for(64, $cq);
+	cmp_ok($c, '<', 200003 / 64 * 1.5, "1 in 64: about 1 in 64 calls reads the TSC ($c)");
+	cmp_ok($c, '>', 200003 / 64 * 0.5, '(and not none)');
+}
+else
+{
+	is(calls_for(64, $cq), 0, 'without a usable TSC, no call reads it, sampled or not');
+}
+
+# Estimates: a node whose every 4th row sleeps 0.5 ms.  A sampler choosing
+# every 4th call would see all slow calls or none (4x or 0x the truth);
+# random choice gets it right on average: 400 slow calls, each sampled
+# with probability 1/4, give the estimate a standard deviation of about
+# 9%.  Compared with exact timing, best of 3, within 25%.
+my $sleepy = q{SELECT count(*) FROM (SELECT CASE WHEN g % 4 = 0 THEN pg_sleep(0.0005) END FROM generate_series(1, 1600) g) s};
+sub inner_total
+{
+	my ($n) = @_;
+	my $p = plan_json($n, $sleepy)->{Plan};
+	# the node below the aggregate does the sleeping
+	my $child = $p->{Plans}[0];
+	return $child->{'Actual Total Time'} * $child->{'Actual Loops'};
+}
+my $truth = inner_total(1);
+note sprintf('exact timing: %.1f ms for 400 sleeps of 0.5 ms', $truth);
+cmp_ok($truth, '>=', 200, 'exact timing sees at least the 200 ms slept');
+my $best;
+for (1 .. 3)
+{
+	my $est = inner_total(4);
+	$best = $est if !defined $best || abs($est - $truth) < abs($best - $truth);
+	last if abs($best - $truth) < 0.25 * $truth;
+}
+cmp_ok(abs($best - $truth) / $truth, '<', 0.25,
+	sprintf('1 in 4 with every 4th call slow: %.1f ms estimated, exact %.1f ms (best of 3)', $best, $truth));
+
+# startup stays exact: the first call of each loop is always timed
+my $sort = plan_json(64, 'SELECT * FROM t ORDER BY g DESC LIMIT 1')->{Plan}{Plans}[0];
+is($sort->{'Node Type'}, 'Sort', 'a Sort under the Limit');
+cmp_ok($sort->{'Actual Startup Time'}, '>', 0, 'its startup time is measured');
+cmp_ok(abs($sort->{'Actual Total Time'} - $sort->{'Actual Startup Time'}), '<=',
+	0.1 * $sort->{'Actual Total Time'} + 0.05, 'and is almost all of its total, as for exact timing');
+
+# EXPLAIN says so on 18, where extensions can add to its output
+my $text = $node->safe_psql('postgres',
+	"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, COSTS OFF) $cq");
+my $text1 = $node->safe_psql('postgres',
+	"SET timing_source.sample_every = 1; EXPLAIN (ANALYZE, COSTS OFF) $cq");
+unlike($text1, qr/Timing: sampled/, 'exact timing: no sampling line');
+if ($major >= 18 && $tsc)
+{
+	like($text, qr/^Aggregate \(actual time=.*\n  Timing: sampled, 1 in 64 calls$/m,
+		'18: EXPLAIN says the times are sampled, on the top node');
+	my $off = $node->safe_psql('postgres',
+		"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $cq");
+	unlike($off, qr/Timing: sampled/, 'but not under TIMING OFF');
+	my $offset = -s $node->logfile;
+	$node->safe_psql('postgres', "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
+		  . "SET timing_source.sample_every = 64; $cq");
+	like(slurp_file($node->logfile, $offset), qr/Timing: sampled, 1 in 64 calls/,
+		'18: auto_explain says so too');
+}
+else
+{
+	unlike($text, qr/Timing: sampled/,
+		$tsc ? "PostgreSQL $major has no EXPLAIN hook: no line (see the setting's description)"
+		: 'no sampling without the TSC, so no line');
+}
+
+$node->stop;
+done_testing();
