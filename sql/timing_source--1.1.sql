@@ -109,13 +109,14 @@ CREATE FUNCTION timing_source_compare(
     OUT min_ms float8,
     OUT median_ms float8,
     OUT ratio_vs_off float8,
-    OUT overhead_ns_per_row float8)
+    OUT overhead_ns_per_row float8,
+    OUT explain_options text)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_compare'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
 
 COMMENT ON FUNCTION timing_source_compare(text, int) IS
-'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction';
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used';
 
 --
 -- These functions burn CPU and reveal host details: monitoring roles only.

@@ -95,3 +95,13 @@ SELECT count(*) FROM diag_t;
 
 RESET timing_clock_source;
 DROP TABLE diag_t;
+
+-- every mode says which EXPLAIN options it used: what a user of this
+-- major gets by default (BUFFERS on from 18)
+SELECT count(*) FILTER (WHERE mode = 'plain' AND explain_options IS NULL) AS plain_has_none,
+       bool_and(explain_options ~ ('; BUFFERS ' ||
+                CASE WHEN current_setting('server_version_num')::int >= 180000 THEN 'on' ELSE 'off' END
+                || ' \(the default\)'))
+           FILTER (WHERE mode <> 'plain') AS buffers_default_named,
+       bool_and(explain_options ~ '^ANALYZE, TIMING OFF;') FILTER (WHERE mode = 'timing off') AS off_named
+  FROM timing_source_compare('SELECT 1', 1);

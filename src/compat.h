@@ -169,6 +169,13 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
  * ----------------------------------------------------------------------
  */
 
+/* EXPLAIN ANALYZE reports buffer usage unless told otherwise from 18 on */
+#if PG_VERSION_NUM >= 180000
+#define TS_EXPLAIN_BUFFERS_DEFAULT "on"
+#else
+#define TS_EXPLAIN_BUFFERS_DEFAULT "off"
+#endif
+
 /*
  * InitMaterializedSRF() and its MAT_SRF_* flags are the 15.1 names of
  * 15.0's SetSingleFuncCall() and SRF_SINGLE_*.  Macros only, so funcapi.h

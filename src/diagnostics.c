@@ -630,8 +630,9 @@ timing_source_calibrate(PG_FUNCTION_ARGS)
 	for (int i = 1; i <= runs; i++)
 	{
 		TsCalibration cal;
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		/* 1.0's definition has the first six columns only */
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		/* each run is bounded (TSCLOCK_CAL_MAX_NS), check between runs */
 		CHECK_FOR_INTERRUPTS();
@@ -1082,6 +1083,7 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	int			runs = check_runs(PG_GETARG_INT32(1), TS_MAX_COMPARE_RUNS);
 	ReturnSetInfo *rsinfo;
 	const char *sql[NUM_MODES];
+	const char *options[NUM_MODES];
 	double	   *times[NUM_MODES];
 	double		med[NUM_MODES];
 	double		rows = -1;
@@ -1116,10 +1118,21 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 
+	/*
+	 * Each mode runs what a user of this major gets by default: no BUFFERS
+	 * option, so buffer usage is measured from 18 on, as EXPLAIN ANALYZE
+	 * does there; explain_options says what that was.
+	 */
 	sql[MODE_PLAIN] = query;
-	sql[MODE_OFF] = psprintf("EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON)\n%s", query);
-	sql[MODE_SYSTEM] = psprintf("EXPLAIN (ANALYZE, TIMING ON, BUFFERS OFF, FORMAT JSON)\n%s", query);
+	sql[MODE_OFF] = psprintf("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON)\n%s", query);
+	sql[MODE_SYSTEM] = psprintf("EXPLAIN (ANALYZE, FORMAT JSON)\n%s", query);
 	sql[MODE_TSC] = sql[MODE_SYSTEM];
+	options[MODE_PLAIN] = NULL;
+	options[MODE_OFF] = "ANALYZE, TIMING OFF; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
+	options[MODE_SYSTEM] = "ANALYZE; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
+	options[MODE_TSC] = ts_sample_every > 1 && !ts_core_owns_setting ?
+		psprintf("%s; timing_source.sample_every = %d", options[MODE_SYSTEM], ts_sample_every) :
+		options[MODE_SYSTEM];
 	for (int m = 0; m < nmodes; m++)
 		times[m] = palloc(sizeof(double) * runs);
 
@@ -1158,8 +1171,9 @@ timing_source_compare(PG_FUNCTION_ARGS)
 
 	for (int m = 0; m < nmodes; m++)
 	{
-		Datum		values[6];
-		bool		nulls[6] = {false, false, false, false, false, false};
+		/* 1.0's definition has the first six columns only */
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		values[0] = CStringGetTextDatum(compare_mode_names[m]);
 		values[1] = Int32GetDatum(runs);
@@ -1179,6 +1193,10 @@ timing_source_compare(PG_FUNCTION_ARGS)
 									   (2.0 * rows));
 		else
 			nulls[5] = true;
+		if (options[m] != NULL)
+			values[6] = CStringGetTextDatum(options[m]);
+		else
+			nulls[6] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 
