@@ -1,43 +1,62 @@
 #!/usr/bin/env bash
-# scripts/bench.sh -- EXPLAIN ANALYZE overhead: TSC vs system clock.
+# scripts/bench.sh -- EXPLAIN ANALYZE overhead: TSC vs system clock, lean
+# row counting, buffer accounting, sampled timing, and always-on auto_explain.
 #
-#   scripts/bench.sh [--short] [--reps N] [--csv DIR]
+#   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
 # root): installs the dependencies, builds and installs the extension,
 # starts a throw-away cluster with the library preloaded, benchmarks, and
 # stops the cluster again (scripts/lib.sh does the set-up).  With PGHOST or
 # PGPORT set: benchmarks that server (the library must be preloaded, or
-# loadable with LOAD by the connecting user).
+# loadable with LOAD by the connecting user; the pgbench part needs it
+# preloaded and a superuser).
 #
 # Builds the seed workload in database ts_bench (kept between runs): a
 # 100,000-row and a 5,000,000-row table (VACUUM FREEZE), and two 1,000-row
 # tables for a nested loop.  Then for each query runs interleaved rounds of
-#   plain      the query itself (client-side time, includes planning)
-#   off        EXPLAIN (ANALYZE, TIMING OFF)      \
-#   system     EXPLAIN ANALYZE, system clock       > server-side
-#   tsc        EXPLAIN ANALYZE, TSC               /  "Execution Time"
-# rotating the order in every round, and prints min and median, the ratios
-# of the medians tsc/off, system/off, system/tsc, and the overhead per
-# timed row, (T - T_off) / (2 x rows through timed nodes), i.e. the cost of
-# one clock read (each node call reads the clock twice).
+#   plain      the query itself
+#   off        EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF), system source:
+#              core's row counting, as stock PostgreSQL
+#   lean       the same under the TSC source: timing_source's clock-less
+#              row counting
+#   system     EXPLAIN (ANALYZE, BUFFERS OFF), system clock
+#   tsc        EXPLAIN (ANALYZE, BUFFERS OFF), TSC
+#   sys+buf    EXPLAIN (ANALYZE, BUFFERS ON), system clock
+#   tsc+buf    EXPLAIN (ANALYZE, BUFFERS ON), TSC (18's default EXPLAIN ANALYZE)
+#   tsc/64     EXPLAIN (ANALYZE, BUFFERS OFF), TSC, timing_source.sample_every = 64
+# rotating the order in every round.  Every variant is timed the same way:
+# psql's client-side time of the whole statement (planning and the tiny
+# EXPLAIN output included), so ratios to the plain query are fair.  It
+# prints the medians, their ratios, and the cost of one clock read,
+# (T - T_off) / (2 x rows through timed nodes).
 #
-# --short (or BENCH_SHORT=1): 3 rounds instead of 7, for the main job.
-# Results also go to CSV: bench/results/bench-<time>.csv (every run) and
-# bench/results/bench-<time>-summary.csv.
+# Then pgbench -S (prepared statements, one client) with auto_explain
+# instrumenting every query (log_analyze and log_timing on,
+# log_min_duration far above any query, so nothing is logged): transactions
+# per second with no auto_explain, and with it under the system clock and
+# the TSC, interleaved.
+#
+# --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
+# runs, for the main job.  The CPU model heads the output and is in every
+# CSV row: bench/results/bench-<time>.csv (every run),
+# bench/results/bench-<time>-summary.csv and bench/results/bench-<time>-pgbench.csv.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 reps=${BENCH_REPS:-7}
-[ -n "${BENCH_SHORT:-}" ] && reps=3
+pgb_secs=5 pgb_rounds=3
+[ -n "${BENCH_SHORT:-}" ] && reps=3 pgb_secs=3 pgb_rounds=1
 csvdir="$ROOT/bench/results"
+do_pgbench=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
-		--short) reps=3 ;;
+		--short) reps=3 pgb_secs=3 pgb_rounds=1 ;;
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
-		-h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+		--no-pgbench) do_pgbench=0 ;;
+		-h|--help) sed -n '2,45p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -135,29 +154,47 @@ queries=(
 	"parallel count(*) 5M|SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = on;|SELECT count(*) FROM t"
 )
 
-variants=(plain off system tsc)
-[ "$tsc_ok" = 1 ] || variants=(plain off system)
+cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1)
+cpu=${cpu:-$(uname -m)}
+ncpu=$(nproc 2>/dev/null || echo '?')
+pgver=$(psql_db -At -c 'SHOW server_version')
+clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+echo
+echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; $reps rounds per variant"
+
+variants=(plain off lean system tsc sysbuf tscbuf tsc64)
+[ "$tsc_ok" = 1 ] || variants=(plain off system sysbuf)
 
 stamp=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$csvdir"
 raw_csv="$csvdir/bench-$stamp.csv"
 sum_csv="$csvdir/bench-$stamp-summary.csv"
-echo "query,variant,round,ms" >"$raw_csv"
-echo "query,timed_rows,plain_min,plain_median,off_min,off_median,system_min,system_median,tsc_min,tsc_median,tsc_off,system_off,system_tsc,ns_per_read_system,ns_per_read_tsc" >"$sum_csv"
+pgb_csv="$csvdir/bench-$stamp-pgbench.csv"
+echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
+echo "cpu,postgresql,query,timed_rows,plain,off,lean,system,tsc,sysbuf,tscbuf,tsc64,off_plain,lean_plain,tsc_plain,tsc_lean,sys_tsc,tscbuf_tsc,sysbuf_tscbuf,tsc64_lean,tsc64_plain,ns_per_read_system,ns_per_read_tsc" >"$sum_csv"
 
-# one measured statement of a variant, preceded by a marker line
+# one measured statement of a variant: its settings first, then a marker
+# line, then the statement, whose client-side time is taken
 statement() {
-	local variant=$1 round=$2 query=$3
-	echo "\\echo @@ $variant $round"
+	local variant=$1 round=$2 query=$3 src=system opts="ANALYZE, BUFFERS OFF" every=1
 	case $variant in
-		plain) echo "$query;" ;;
-		off) echo "SET timing_clock_source = 'system';"
-			echo "EXPLAIN (ANALYZE, TIMING OFF) $query;" ;;
-		system) echo "SET timing_clock_source = 'system';"
-			echo "EXPLAIN (ANALYZE) $query;" ;;
-		tsc) echo "SET timing_clock_source = 'tsc';"
-			echo "EXPLAIN (ANALYZE) $query;" ;;
+		plain) opts= ;;
+		off) opts="ANALYZE, TIMING OFF, BUFFERS OFF" ;;
+		lean) src=tsc opts="ANALYZE, TIMING OFF, BUFFERS OFF" ;;
+		system) ;;
+		tsc) src=tsc ;;
+		sysbuf) opts="ANALYZE, BUFFERS ON" ;;
+		tscbuf) src=tsc opts="ANALYZE, BUFFERS ON" ;;
+		tsc64) src=tsc every=64 ;;
 	esac
+	echo "SET timing_clock_source = '$src';"
+	echo "SET timing_source.sample_every = $every;"
+	echo "\\echo @@ $variant $round"
+	if [ -n "$opts" ]; then
+		echo "EXPLAIN ($opts) $query;"
+	else
+		echo "$query;"
+	fi
 }
 
 # print "variant round ms" for every measured statement of a psql log
@@ -165,9 +202,7 @@ parse_times() {
 	awk '
 		/^@@ / { v = $2; r = $3; done = 0; next }
 		done || v == "" { next }
-		v != "plain" && /Execution Time: / {
-			sub(/.*Execution Time: /, ""); print v, r, $1; done = 1; next }
-		v == "plain" && /^Time: / { print v, r, $2; done = 1; next }
+		/^Time: / { print v, r, $2; done = 1; next }
 	'
 }
 
@@ -180,14 +215,9 @@ min_median() {
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
-per_read() { awk -v t="$1" -v o="$2" -v n="$3" 'BEGIN { if (t == "" || n == 0) print ""; else printf "%.1f", (t - o) * 1e6 / (2 * n) }'; }
+per_read() { awk -v t="$1" -v o="$2" -v n="$3" 'BEGIN { if (t == "" || o == "" || n == 0) print ""; else printf "%.1f", (t - o) * 1e6 / (2 * n) }'; }
 
-printf '\n%-22s %10s %17s %17s %17s %17s %7s %7s %7s %8s %8s\n' \
-	query timed_rows "plain min/med" "off min/med" "system min/med" "tsc min/med" \
-	tsc/off sys/off sys/tsc "ns/read" "ns/read"
-printf '%-22s %10s %17s %17s %17s %17s %7s %7s %7s %8s %8s\n' \
-	"" "" "(ms, client)" "(ms)" "(ms)" "(ms)" "" "" "" system tsc
-
+declare -a table1 table2
 for entry in "${queries[@]}"; do
 	IFS='|' read -r name settings query <<<"$entry"
 
@@ -210,43 +240,102 @@ for entry in "${queries[@]}"; do
 	script=$(
 		echo "$setup_sql"
 		echo "$settings"
-		echo "\\timing on"
 		echo "\\o /dev/null"
 		echo "$query;"
-		echo "\\o"
+		echo "\\timing on"
 		for ((r = 1; r <= reps; r++)); do
 			n=${#variants[@]}
 			for ((k = 0; k < n; k++)); do
 				statement "${variants[$(((k + r) % n))]}" "$r" "$query"
 			done
 		done
+		echo "\\o"
 	)
-	log=$(psql_db -A <<<"$script")
+	log=$(psql_db -A <<<"$script" 2>&1)
 	times=$(parse_times <<<"$log")
 	while read -r v r ms; do
-		echo "\"$name\",$v,$r,$ms" >>"$raw_csv"
+		echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
 	done <<<"$times"
 
 	declare -A mn=() md=()
-	for v in plain off system tsc; do
+	for v in plain off lean system tsc sysbuf tscbuf tsc64; do
 		read -r mn[$v] md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
 	done
-	tsc_off=$(ratio "${md[tsc]}" "${md[off]}")
-	sys_off=$(ratio "${md[system]}" "${md[off]}")
+	off_plain=$(ratio "${md[off]}" "${md[plain]}")
+	lean_plain=$(ratio "${md[lean]}" "${md[plain]}")
+	tsc_plain=$(ratio "${md[tsc]}" "${md[plain]}")
+	tsc_lean=$(ratio "${md[tsc]}" "${md[lean]}")
 	sys_tsc=$(ratio "${md[system]}" "${md[tsc]}")
+	tscbuf_tsc=$(ratio "${md[tscbuf]}" "${md[tsc]}")
+	sysbuf_tscbuf=$(ratio "${md[sysbuf]}" "${md[tscbuf]}")
+	tsc64_lean=$(ratio "${md[tsc64]}" "${md[lean]}")
+	tsc64_plain=$(ratio "${md[tsc64]}" "${md[plain]}")
 	ns_sys=$(per_read "${md[system]}" "${md[off]}" "$timed_rows")
-	ns_tsc=$(per_read "${md[tsc]}" "${md[off]}" "$timed_rows")
+	ns_tsc=$(per_read "${md[tsc]}" "${md[lean]}" "$timed_rows")
 
-	printf '%-22s %10s %8s/%-8s %8s/%-8s %8s/%-8s %8s/%-8s %7s %7s %7s %8s %8s\n' \
-		"$name" "$timed_rows" "${mn[plain]}" "${md[plain]}" "${mn[off]}" "${md[off]}" \
-		"${mn[system]}" "${md[system]}" "${mn[tsc]}" "${md[tsc]}" \
-		"$tsc_off" "$sys_off" "$sys_tsc" "$ns_sys" "$ns_tsc"
-	echo "\"$name\",$timed_rows,${mn[plain]},${md[plain]},${mn[off]},${md[off]},${mn[system]},${md[system]},${mn[tsc]},${md[tsc]},$tsc_off,$sys_off,$sys_tsc,$ns_sys,$ns_tsc" >>"$sum_csv"
+	table1+=("$(printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s' "$name" "$timed_rows" \
+		"${md[plain]}" "${md[off]}" "${md[lean]}" "${md[system]}" "${md[tsc]}" \
+		"${md[sysbuf]}" "${md[tscbuf]}" "${md[tsc64]}")")
+	table2+=("$(printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s' "$name" \
+		"$off_plain" "$lean_plain" "$tsc_plain" "$tsc_lean" "$sys_tsc" "$tscbuf_tsc" \
+		"$sysbuf_tscbuf" "$tsc64_lean" "$tsc64_plain" "$ns_sys" "$ns_tsc")")
+	echo "\"$cpu\",\"$pgver\",\"$name\",$timed_rows,${md[plain]},${md[off]},${md[lean]},${md[system]},${md[tsc]},${md[sysbuf]},${md[tscbuf]},${md[tsc64]},$off_plain,$lean_plain,$tsc_plain,$tsc_lean,$sys_tsc,$tscbuf_tsc,$sysbuf_tscbuf,$tsc64_lean,$tsc64_plain,$ns_sys,$ns_tsc" >>"$sum_csv"
 	unset mn md
 done
 
 echo
-echo "rounds per variant: $reps; ratios and ns/read from medians; ns/read = (T - T_off) / (2 x timed rows)"
+echo "Medians in ms, client-side time of the whole statement:"
+printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' query timed_rows plain off lean system tsc 'sys+buf' 'tsc+buf' 'tsc/64'
+printf '%s\n' "${table1[@]}"
+echo
+echo "Ratios of the medians (off = core's TIMING OFF, lean = timing_source's), and ns per clock read:"
+printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lean/plain tsc/plain tsc/lean sys/tsc 'tsc+buf/' 'sys+buf/' 'tsc64/' 'tsc64/' ns/read ns/read
+printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
+printf '%s\n' "${table2[@]}"
+
+# ---- always-on auto_explain under pgbench -S ----
+pgbench_bin=
+[ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/pgbench" ] && pgbench_bin="$PG_BINDIR/pgbench"
+[ -n "$pgbench_bin" ] || pgbench_bin=$(command -v pgbench || true)
+if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
+	pgb() { "${PSQL[@]:0:${#PSQL[@]}-1}" "$pgbench_bin" "$@"; }
+	if [ "$(psql_db -At -c "SELECT to_regclass('pgbench_accounts') IS NOT NULL")" != t ]; then
+		echo "initializing pgbench tables (scale 10)" >&2
+		pgb -i -q -s 10 ts_bench >/dev/null 2>&1
+	fi
+	modes=(none system)
+	[ "$tsc_ok" = 1 ] && modes+=(tsc)
+	echo "cpu,postgresql,mode,round,tps" >"$pgb_csv"
+	declare -A tps_all=()
+	for ((r = 1; r <= pgb_rounds; r++)); do
+		for ((k = 0; k < ${#modes[@]}; k++)); do
+			mode=${modes[$(((k + r) % ${#modes[@]}))]}
+			case $mode in
+				none) opts="-c timing_clock_source=system" ;;
+				*) opts="-c session_preload_libraries=auto_explain -c auto_explain.log_min_duration=3600000 -c auto_explain.log_analyze=on -c auto_explain.log_timing=on -c timing_clock_source=$mode" ;;
+			esac
+			tps=$(pgb -n -S -M prepared -c 1 -j 1 -T "$pgb_secs" "dbname=ts_bench options='$opts'" 2>/dev/null |
+				sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
+			echo "\"$cpu\",\"$pgver\",$mode,$r,$tps" >>"$pgb_csv"
+			tps_all[$mode]+="$tps "
+		done
+	done
+	echo
+	echo "pgbench -S, prepared, 1 client, ${pgb_secs} s x $pgb_rounds rounds: auto_explain (log_analyze, log_timing) on every query"
+	printf '%-8s %10s %10s\n' mode 'tps (med)' 'vs none'
+	declare -A tmed=()
+	for mode in "${modes[@]}"; do
+		tmed[$mode]=$(tr ' ' '\n' <<<"${tps_all[$mode]}" | grep . | min_median | awk '{ print $2 }')
+	done
+	for mode in "${modes[@]}"; do
+		printf '%-8s %10s %10s\n' "$mode" "${tmed[$mode]}" "$(ratio "${tmed[$mode]}" "${tmed[none]}")"
+	done
+fi
+
+echo
+echo "rounds per variant: $reps; ratios and ns/read from medians; ns/read = (T - T_off) / (2 x timed rows), T_off = off for system, lean for tsc"
 echo "parallel query: timed rows are summed over all processes, time is wall time"
 echo "CSV: $raw_csv"
 echo "     $sum_csv"
+[ -f "$pgb_csv" ] && echo "     $pgb_csv"
+exit 0
