@@ -2,7 +2,9 @@
 #
 #   make && make install        build and install against pg_config on PATH
 #   make installcheck           pg_regress tests (needs a running server
-#                               with timing_source in shared_preload_libraries)
+#                               with timing_source in shared_preload_libraries),
+#                               then t/*.pl through PGXS's prove_installcheck
+#                               (servers of their own; TAP_TESTS= skips them)
 #   make unittest               clock core unit tests (no server needed),
 #                               x86-64 build and TSC-compiled-out build
 
@@ -15,6 +17,8 @@ PGFILEDESC = "timing_source - TSC-based executor timing"
 # every sql/*.sql except the install scripts is a pg_regress test
 REGRESS = $(sort $(basename $(notdir $(filter-out sql/timing_source--%,$(wildcard sql/*.sql)))))
 REGRESS_OPTS = --inputdir=. --outputdir=.
+# Perl TAP tests (t/*.pl, PostgreSQL::Test::Cluster), run by installcheck
+TAP_TESTS = 1
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare $(EXTRA_CFLAGS)

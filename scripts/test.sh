@@ -78,8 +78,9 @@ regress_and_tap() {
 	local label=$1
 	mkdir -p "$TS_WORK/src/out_$label"
 	chown "$TS_USER" "$TS_WORK/src/out_$label"
+	# TAP_TESTS= : pg_regress only; the taptests suites run t/*.pl
 	REGRESS_OUT="out_$label" run_suite "regress$label" \
-		make -s installcheck PG_CONFIG="$PG_CONFIG" \
+		make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= \
 		REGRESS_OPTS="--inputdir=. --outputdir=out_$label --dbname=contrib_regression"
 	if compgen -G "$TS_WORK/src/t/*.sql" >/dev/null; then
 		ts_psql -d postgres -c 'CREATE DATABASE ts_tap' &&
@@ -140,12 +141,19 @@ else
 	skip_suite host_tsc "this host has no invariant TSC with RDTSCP that the kernel uses as its clocksource"
 fi
 
-pgxs_dir=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")
-perl_tap=(env PERL5LIB="$pgxs_dir/src/test/perl"
-	PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" PGHOST= PGPORT= PGUSER=)
+# t/*.pl as a user runs them: "make installcheck" with TAP_TESTS = 1 runs
+# them through PGXS's prove_installcheck (REGRESS= : no pg_regress here)
+perl_tap=(make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= PROVE_FLAGS=-v)
+# a server built without --enable-tap-tests (Debian's are built with it)
+# would only print "TAP tests not enabled": enable PGXS's prove rule here
+if ! grep -qE '^enable_tap_tests[[:space:]]*=[[:space:]]*yes' \
+	"$(dirname "$("$PG_CONFIG" --pgxs)")/../Makefile.global"; then
+	ts_log "this server was built without --enable-tap-tests; running t/*.pl with prove from PATH"
+	perl_tap+=(enable_tap_tests=yes PROVE=prove)
+fi
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
-[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}" bash -c 'prove -v t/*.pl'
+[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}"
 
 if [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
@@ -153,7 +161,7 @@ if [ "$tsc_available" = t ]; then
 	regress_and_tap "_notsc"
 	# every server the Perl tests start inherits the switch
 	[ $have_perl_tap = 1 ] &&
-		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 bash -c 'prove -v t/*.pl'
+		run_suite taptests_notsc env TIMING_SOURCE_DISABLE_TSC=1 "${perl_tap[@]}"
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
 fi
