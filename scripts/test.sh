@@ -91,10 +91,10 @@ regress_and_tap() {
 }
 
 if [ $local_only = 1 ]; then
-	ts_install_deps "$(ts_path_major)"
+	ts_install_deps "$(ts_path_major)" $(ts_deb_packages)
 else
 	# the other majors run in debootstrap roots with a loopback-only network
-	ts_install_deps "$TS_PG_MAJOR_DEFAULT" debootstrap debian-archive-keyring iproute2
+	ts_install_deps "$TS_PG_MAJOR_DEFAULT" $(ts_deb_packages) debootstrap debian-archive-keyring iproute2
 fi
 pg_label="PG$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')"
 # Installs go to the server's shared directories: serialize concurrent runs
@@ -115,6 +115,22 @@ run_suite build_nox86 bash -c '
 	else
 		echo "not ok 1 - the extension builds with the TSC compiled out, no warnings"
 	fi'
+
+# The Debian package (debian/), built for this major only, from a clean
+# export of the tree; the full run installs it into a clean root (deb_install).
+deb_dir=$TS_WORK/deb
+if [ "$PG_CONFIG" = "/usr/lib/postgresql/${pg_label#PG}/bin/pg_config" ] &&
+	command -v dpkg-buildpackage >/dev/null && command -v pg_buildext >/dev/null; then
+	mkdir -p "$deb_dir/timing-source" "$deb_dir/out"
+	ts_source_tar | tar -xf - -C "$deb_dir/timing-source"
+	chown -R "$TS_USER" "$deb_dir"
+	run_suite deb bash -c 'cd "$1" && bash scripts/deb.sh build "$2" "$3"' deb \
+		"$deb_dir/timing-source" "${pg_label#PG}" "$deb_dir/out"
+	# inside a scripts/majors.sh root: hand the package out
+	[ -n "${TS_SHARE:-}" ] && cp "$deb_dir"/out/*.deb "$TS_SHARE"/
+else
+	skip_suite deb "not a Debian-packaged PostgreSQL ($PG_CONFIG) or no dpkg-buildpackage/pg_buildext"
+fi
 
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 regress_and_tap ""
@@ -186,6 +202,31 @@ fi
 
 ts_cleanup_clusters
 flock -u 9
+
+# deb_install_suite MAJOR DIR: install the package built for MAJOR
+# (DIR/*.deb) into a fresh overlay of the cached Debian root for MAJOR
+# (scripts/majors.sh: PostgreSQL, no timing_source) and run its
+# autopkgtests there (scripts/deb.sh install-check)
+deb_install_suite() {
+	local m=$1 dir=$2 log rc p f s
+	log="$TS_WORK/deb_install$m.log"
+	ts_log "suite deb_install: the PostgreSQL $m package in a clean Debian root"
+	if compgen -G "$dir/postgresql-$m-timing-source_*.deb" >/dev/null; then
+		TS_MAJORS_SHARE=$dir bash "$TS_ROOT/scripts/majors.sh" run "$m" \
+			bash scripts/deb.sh install-check /build/share 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+	else
+		echo "not ok 1 - no postgresql-$m-timing-source package was built" | tee "$log"
+		rc=1
+	fi
+	read -r p f s < <(count_results "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m deb_install" "$p" "$f" "$s")")
+	[ "$f" -eq 0 ]
+}
+
+[ $local_only = 0 ] && deb_install_suite "${pg_label#PG}" "$deb_dir/out"
 if [ "$failed" -eq 0 ]; then majors_ok+=("${pg_label#PG}"); else majors_failed+=("${pg_label#PG}"); fi
 
 if [ $local_only = 0 ]; then
@@ -195,18 +236,20 @@ if [ $local_only = 0 ]; then
 			continue
 		fi
 		ts_log "PostgreSQL $m in a Debian root"
-		log="$TS_WORK/major$m.log"
-		bash "$TS_ROOT/scripts/majors.sh" test "$m" 2>&1 | tee "$log"
-		rc=${PIPESTATUS[0]}
-		line=$(grep -E '^[A-Za-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-		p=$(sed -nE 's/.*([^0-9]|^)([0-9]+) passed.*/\2/p' <<<"$line")
-		f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
-		s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
-		p=${p:-0} f=${f:-0} s=${s:-0}
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-		if [ -z "$line" ] && [ "$f" -eq 0 ]; then f=1; fi
+		# majors.sh writes "MAJOR verdict passed failed seconds skipped"
+		# to the results file; the run inside leaves its package in debs/M
+		mkdir -p "$TS_WORK/debs/$m"
+		TS_MAJORS_RESULTS="$TS_WORK/majors.results" TS_MAJORS_SHARE="$TS_WORK/debs/$m" \
+			bash "$TS_ROOT/scripts/majors.sh" test "$m"
+		rc=$?
+		read -r verdict p f s < <(awk -F '\t' -v m="$m" '
+			$1 == m { v = $2; p = $3 + 0; f = $4 + 0; s = $6 + 0 }
+			END { print (v == "" ? "none" : v), p + 0, f + 0, s + 0 }' "$TS_WORK/majors.results" 2>/dev/null)
+		verdict=${verdict:-none} p=${p:-0} f=${f:-0} s=${s:-0}
+		if { [ "$rc" -ne 0 ] || [ "$verdict" != PASS ]; } && [ "$f" -eq 0 ]; then f=1; fi
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 		summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m (all suites)" "$p" "$f" "$s")")
+		deb_install_suite "$m" "$TS_WORK/debs/$m" || f=$((f + 1))
 		if [ "$f" -eq 0 ]; then majors_ok+=("$m"); else majors_failed+=("$m"); fi
 	done
 fi
