@@ -5,6 +5,7 @@
 #                               with timing_source in shared_preload_libraries),
 #                               then t/*.pl through PGXS's prove_installcheck
 #                               (servers of their own; TAP_TESTS= skips them)
+#   make dist                   PGXN release zip (git archive of HEAD)
 #   make unittest               clock core unit tests (no server needed),
 #                               x86-64 build and TSC-compiled-out build
 
@@ -42,3 +43,8 @@ unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86
 	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86
 
 EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86
+
+# ---- PGXN release: timing_source-VERSION.zip from git archive of HEAD ----
+.PHONY: dist
+dist:
+	bash scripts/pgxn.sh dist

@@ -116,6 +116,23 @@ run_suite build_nox86 bash -c '
 		echo "not ok 1 - the extension builds with the TSC compiled out, no warnings"
 	fi'
 
+# PGXN: META.json against the Meta Spec 1.0.0, versions in agreement with
+# the control file; the release zip (git archive of HEAD, so only where
+# the tree is a git checkout: the host run covers it) unpacks and builds.
+run_suite pgxn bash scripts/pgxn.sh check
+if git -C "$TS_ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+	mkdir -p "$TS_WORK/dist"
+	if dist_zip=$(bash "$TS_ROOT/scripts/pgxn.sh" dist "$TS_WORK/dist"); then
+		git -C "$TS_ROOT" ls-tree -r --name-only HEAD >"$TS_WORK/dist/files"
+		chown -R "$TS_USER" "$TS_WORK/dist"
+		run_suite pgxn_dist bash scripts/pgxn.sh dist-check "$dist_zip" "$TS_WORK/dist/files"
+	else
+		run_suite pgxn_dist echo "not ok 1 - scripts/pgxn.sh dist makes the release zip"
+	fi
+elif [ -z "${TS_IN_MAJORS_ROOT:-}" ]; then
+	skip_suite pgxn_dist "not a git checkout: the release zip comes from git archive"
+fi
+
 # The Debian package (debian/), built for this major only, from a clean
 # export of the tree; the full run installs it into a clean root (deb_install).
 deb_dir=$TS_WORK/deb
