@@ -346,6 +346,8 @@ prepare_one()
 
 	if root_ok "$m" "$root"; then
 		ts_log "PostgreSQL $m: reusing cached root $root"
+		# the stamp's age is the time since the root was last used
+		touch "$root/.timing_source-root"
 		exec {lockfd}>&-
 		return 0
 	fi
@@ -387,9 +389,16 @@ prepare_one()
 	mv "$tmp" "$root"
 	root_ok "$m" "$root" || ts_die "PostgreSQL $m: freshly built root fails its checks"
 
-	# drop roots of this major built with another key (old package list etc.)
+	# Drop roots of this major built with another key (an old package list
+	# etc.) once unused for a week: checkouts of other branches on this
+	# machine may still be using theirs.
 	for old in "$CACHE/roots/pg$m-"*; do
-		[ -d "$old" ] && [ "$old" != "$root" ] && rm -rf "$old"
+		[ -d "$old" ] && [ "$old" != "$root" ] || continue
+		if [ -f "$old/.timing_source-root" ]; then
+			[ -n "$(find "$old/.timing_source-root" -mtime +7)" ] && rm -rf "$old"
+		else
+			[ -n "$(find "$old" -maxdepth 0 -mtime +1)" ] && rm -rf "$old"
+		fi
 	done
 	ts_log "PostgreSQL $m: root ready at $root ($(du -sh "$root" | cut -f1)), $((t2 - t0)) s"
 	exec {lockfd}>&-
@@ -452,7 +461,7 @@ sweep_stale_runs()
 # source tree at /build/timing_source; CMD runs there as root.
 run_in_copy()
 {
-	local m=$1 logfile=$2 root lockfd rc netns
+	local m=$1 logfile=$2 root lockfd rc netns try
 	shift 2
 	root=$(root_dir "$m")
 	sweep_stale_runs
@@ -463,8 +472,20 @@ run_in_copy()
 	ts_source_tar | tar -xf - -C "$RUNDIR/upper/build/timing_source"
 	: >"$logfile"
 
+	# Hold the major's lock shared for the whole run, so that nothing
+	# rebuilds or removes the root under it.  Between prepare_one and here
+	# another run may have rebuilt or removed it: then prepare it again.
 	exec {lockfd}<"$CACHE/locks/pg$m.lock"
 	flock -s "$lockfd"
+	for try in 1 2 3; do
+		root_ok "$m" "$root" && break
+		exec {lockfd}>&-
+		[ "$try" = 3 ] && ts_die "PostgreSQL $m: the cached root $root keeps disappearing (another run rebuilding it?)"
+		ts_log "PostgreSQL $m: the cached root went away before the run; preparing it again"
+		prepare_one "$m"
+		exec {lockfd}<"$CACHE/locks/pg$m.lock"
+		flock -s "$lockfd"
+	done
 	# Own network namespace (loopback only) where iproute2 is there to bring
 	# its loopback up: the root's servers then cannot collide with ports in
 	# use on the host, and the tests cannot reach out.
@@ -499,7 +520,7 @@ test_one()
 	local m=$1 logfile t0 t1 rc summary verdict pgver
 	prepare_one "$m"
 	logfile=$(mktemp /tmp/timing_source-majors-pg$m.XXXXXX.log)
-	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version)
+	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version 2>/dev/null) || pgver="PostgreSQL $m"
 	ts_log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
 	t0=$(now)
 	rc=0
