@@ -51,7 +51,7 @@ build()
 {
 	local major=$1 dir=$2 committed out rc debs deb f missing=
 
-	committed=$(sed -n 's/^Package: postgresql-\([0-9][0-9]*\)-timing-source$/\1/p' debian/control | tr '\n' ' ')
+	committed=$(sed -n 's/^Package: postgresql-\([0-9][0-9]*\)-timing-source$/\1/p' debian/control | tr '\n' ' ' | sed 's/ $//')
 	out=$(PG_SUPPORTED_VERSIONS="$committed" pg_buildext checkcontrol 2>&1)
 	tap $? "the committed debian/control is what 'pg_buildext updatecontrol' makes from control.in (for: $committed)" "$out"
 

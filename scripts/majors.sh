@@ -538,7 +538,7 @@ test_one()
 	fi
 	if [ -n "${TS_MAJORS_RESULTS:-}" ]; then
 		# machine-readable: major verdict passed failed seconds skipped
-		printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$verdict" \
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$verdict" \
 			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) passed.*/\1/p')" \
 			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) failed.*/\1/p')" \
 			"$((t1 - t0))" \
