@@ -2,7 +2,10 @@
 #
 #   make && make install        build and install against pg_config on PATH
 #   make installcheck           pg_regress tests (needs a running server
-#                               with timing_source in shared_preload_libraries)
+#                               with timing_source in shared_preload_libraries),
+#                               then t/*.pl through PGXS's prove_installcheck
+#                               (servers of their own; TAP_TESTS= skips them)
+#   make dist                   PGXN release zip (git archive of HEAD)
 #   make unittest               clock core unit tests (no server needed),
 #                               x86-64 build and TSC-compiled-out build
 
@@ -15,6 +18,8 @@ PGFILEDESC = "timing_source - TSC-based executor timing"
 # every sql/*.sql except the install scripts is a pg_regress test
 REGRESS = $(sort $(basename $(notdir $(filter-out sql/timing_source--%,$(wildcard sql/*.sql)))))
 REGRESS_OPTS = --inputdir=. --outputdir=.
+# Perl TAP tests (t/*.pl, PostgreSQL::Test::Cluster), run by installcheck
+TAP_TESTS = 1
 
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare $(EXTRA_CFLAGS)
@@ -44,3 +49,8 @@ unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86
 	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86
 
 EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86
+
+# ---- PGXN release: timing_source-VERSION.zip from git archive of HEAD ----
+.PHONY: dist
+dist:
+	bash scripts/pgxn.sh dist

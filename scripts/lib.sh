@@ -20,6 +20,11 @@ ts_packages() {
 		libtap-parser-sourcehandler-pgtap-perl libipc-run-perl util-linux
 }
 
+# What building the Debian package (debian/) needs besides ts_packages.
+ts_deb_packages() {
+	echo dpkg-dev debhelper postgresql-server-dev-all
+}
+
 ts_log() { printf '\n==== %s\n' "$*" >&2; }
 
 ts_die() { printf 'error: %s\n' "$*" >&2; exit 1; }
@@ -80,16 +85,26 @@ ts_workdir() {
 	chmod 700 "$TS_WORK"
 }
 
-# Copy the source tree (tracked and untracked-but-not-ignored files) into
-# $TS_WORK/src for tests that write files (pg_regress results, tmp_check).
+# The source tree as a tar on stdout: tracked files plus untracked files
+# that are not ignored, as they are in the working tree now; outside git,
+# everything but the build products.
+ts_source_tar() {
+	if git -C "$TS_ROOT" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+		(cd "$TS_ROOT" && git ls-files -z -co --exclude-standard |
+			while IFS= read -r -d '' f; do
+				[ -e "$f" ] && printf '%s\0' "$f"
+			done | tar --null -T - -cf -)
+	else
+		(cd "$TS_ROOT" && tar --exclude=.git --exclude='*.o' --exclude='*.so' \
+			--exclude='*.bc' --exclude=results --exclude=tmp_check -cf - .)
+	fi
+}
+
+# Copy the source tree into $TS_WORK/src for tests that write files
+# (pg_regress results, tmp_check).
 ts_copy_tree() {
 	mkdir -p "$TS_WORK/src"
-	if git -C "$TS_ROOT" rev-parse --git-dir >/dev/null 2>&1; then
-		(cd "$TS_ROOT" && git ls-files -z -co --exclude-standard |
-			tar --null -T - -cf -) | tar -xf - -C "$TS_WORK/src"
-	else
-		cp -a "$TS_ROOT/." "$TS_WORK/src"
-	fi
+	ts_source_tar | tar -xf - -C "$TS_WORK/src"
 	chown -R "$TS_USER" "$TS_WORK/src"
 }
 

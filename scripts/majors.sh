@@ -11,8 +11,11 @@
 #   scripts/majors.sh clean [MAJOR...]   remove cached roots
 #   scripts/majors.sh list               majors this script knows
 #
-# Majors: 17 (Debian 13 trixie), 18 (Debian forky), 19 (Debian sid with
-# experimental; no pgTAP package, for ad-hoc checks only).
+# Majors: 15 (Debian 12 bookworm; the host's own major, whose root serves as
+# a clean root for installing the Debian package), 17 (Debian 13 trixie), 18
+# (Debian forky), 19 (Debian sid with experimental; no pgTAP package, for
+# ad-hoc checks only).  The roots come from the Debian mirror the host's apt
+# is configured with (its own release's entry); there is no built-in one.
 #
 # Cached roots live under $TS_MAJORS_CACHE (default /var/cache/timing_source),
 # one directory per major, suite, mirror and package list; a root missing its
@@ -36,8 +39,13 @@
 # --local) override the defaults.
 #
 # With TS_MAJORS_RESULTS=FILE, test appends one line per major to FILE:
-#     MAJOR<TAB>PASS|FAIL<TAB>passed<TAB>failed<TAB>seconds
-# (passed/failed empty when the run printed no summary line).
+#     MAJOR<TAB>PASS|FAIL<TAB>passed<TAB>failed<TAB>seconds<TAB>skipped
+# (passed/failed/skipped empty when the run printed no summary line).
+#
+# With TS_MAJORS_SHARE=DIR (test and run), DIR is bind-mounted read-write
+# at /build/share inside the root and TS_SHARE=/build/share is set there:
+# test.sh --local leaves the Debian package it built in $TS_SHARE, and a
+# run can read files put there (e.g. that package, to install it).
 #
 # Inside the root the project's own entry point runs:
 #     bash scripts/test.sh $TS_MAJORS_TEST_ARGS      (default: --local)
@@ -47,23 +55,14 @@
 set -Eeuo pipefail
 
 SELF=$(readlink -f "${BASH_SOURCE[0]}")
-TOP=$(cd "$(dirname "$SELF")/.." && pwd)
+# shared helpers: ts_log, ts_die, ts_packages, ts_source_tar; TS_ROOT
+. "$(dirname "$SELF")/lib.sh"
+TOP=$TS_ROOT
 CACHE=${TS_MAJORS_CACHE:-/var/cache/timing_source}
 TEST_ARGS=${TS_MAJORS_TEST_ARGS:---local}
 TEST_TIMEOUT=${TS_MAJORS_TIMEOUT:-1500}
 # bump when the way roots are built changes, so old caches are not reused
 ROOT_FORMAT=1
-
-log()
-{
-	echo "majors: $*" >&2
-}
-
-die()
-{
-	log "error: $*"
-	exit 2
-}
 
 now()
 {
@@ -76,20 +75,22 @@ now()
 major_suite()
 {
 	case "$1" in
+		15) echo bookworm ;;
 		17) echo trixie ;;
 		18) echo forky ;;
 		19) echo sid ;;
-		*) die "unknown major '$1' (known: 17 18 19)" ;;
+		*) ts_die "unknown major '$1' (known: 15 17 18 19)" ;;
 	esac
 }
 
+# what scripts/test.sh --local installs (lib.sh), so that its installed-or-not
+# check passes inside a root that has no apt lists
 major_packages()
 {
-	local m=$1
-	local p="postgresql-$m postgresql-server-dev-$m make gcc libc6-dev perl"
-	p="$p libipc-run-perl libtap-parser-sourcehandler-pgtap-perl"
+	local m=$1 p
+	p="$(ts_packages "$m") $(ts_deb_packages)"
 	# pgTAP is not packaged for 19 (experimental) yet
-	[ "$m" != 19 ] && p="$p postgresql-$m-pgtap"
+	[ "$m" = 19 ] && p=$(echo " $p " | sed "s/ postgresql-$m-pgtap / /")
 	# whatever else the test harness needs inside the root, one per line,
 	# "@MAJOR@" standing for the major
 	if [ -f "$TOP/scripts/chroot/packages" ]; then
@@ -98,25 +99,78 @@ major_packages()
 	echo $p
 }
 
-# The Debian mirror apt uses on this host (first "debian" URI that is not
-# the security archive), so only mirrors known to be reachable are used.
+# The host's enabled "deb" sources, one "URI SUITE" line per suite, from the
+# one-line sources.list files and the deb822 *.sources files
+# (TS_MAJORS_APT_DIR instead of /etc/apt: for testing this).
+host_apt_sources()
+{
+	local etc=${TS_MAJORS_APT_DIR:-/etc/apt} f
+	{
+		cat "$etc/sources.list" 2>/dev/null || true
+		cat "$etc"/sources.list.d/*.list 2>/dev/null || true
+	} | awk '
+		$1 == "deb" {
+			i = 2
+			if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+			if (i + 1 <= NF) print $i, $(i + 1)
+		}'
+	for f in "$etc"/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		# one stanza per paragraph
+		awk '
+			function flush(   n, m, u, v, a, b) {
+				if (types ~ /(^| )deb( |$)/ && tolower(enabled) != "no") {
+					n = split(uris, u, " "); m = split(suites, v, " ")
+					for (a = 1; a <= n; a++) for (b = 1; b <= m; b++) print u[a], v[b]
+				}
+				types = suites = uris = ""; enabled = "yes"
+			}
+			BEGIN { enabled = "yes" }
+			/^[ \t]*#/ { next }
+			/^[ \t]*$/ { flush(); next }
+			{
+				key = tolower($1); $1 = ""; sub(/^ +/, "")
+				if (key == "types:") types = $0
+				else if (key == "suites:") suites = $0
+				else if (key == "uris:") uris = $0
+				else if (key == "enabled:") enabled = $0
+			}
+			END { flush() }' "$f"
+	done
+}
+
+host_codename()
+{
+	(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+}
+
+# The Debian mirror apt uses on this host: the first source whose suite is
+# the host's own release (VERSION_CODENAME).  No built-in default: only a
+# mirror this machine is configured with (and so can reach) is used.
 detect_mirror()
 {
-	local uri
+	local uri codename
 	if [ -n "${TS_MAJORS_MIRROR:-}" ]; then
 		echo "$TS_MAJORS_MIRROR"
 		return
 	fi
-	uri=$(
-		{
-			cat /etc/apt/sources.list 2>/dev/null || true
-			cat /etc/apt/sources.list.d/*.list 2>/dev/null || true
-		} | awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) { print $i; break } }'
-		cat /etc/apt/sources.list.d/*.sources 2>/dev/null |
-			awk 'tolower($1) == "uris:" { for (i = 2; i <= NF; i++) print $i }'
-	)
-	uri=$(echo "$uri" | grep -E '/debian/?$' | grep -v security | head -n1 || true)
-	echo "${uri:-http://deb.debian.org/debian}"
+	codename=$(host_codename)
+	uri=$(host_apt_sources | awk -v c="$codename" '$2 == c && $1 ~ /^(https?|file):/ { print $1; exit }')
+	[ -n "$uri" ] || ts_die "no Debian mirror for this host's release ('${codename:-unknown}') in ${TS_MAJORS_APT_DIR:-/etc/apt}/sources.list, sources.list.d/*.list or *.sources; configure apt (or set TS_MAJORS_MIRROR=URL)"
+	echo "$uri"
+}
+
+# apt sources of a root: its suite from the mirror; a root of the host's own
+# release also gets the host's other suites of it (-updates, -security), so
+# that its PostgreSQL is the same minor release as the host's, which a
+# package built on the host depends on.
+root_sources()
+{
+	local suite=$1 mirror=$2
+	echo "deb $mirror $suite main"
+	[ "$suite" = "$(host_codename)" ] && [ -z "${TS_MAJORS_MIRROR:-}" ] &&
+		host_apt_sources | awk -v c="$suite" '$2 ~ ("^" c "-") { print "deb " $1 " " $2 " main" }' | sort -u
+	return 0
 }
 
 root_key()
@@ -124,7 +178,8 @@ root_key()
 	local m=$1 suite mirror
 	suite=$(major_suite "$m")
 	mirror=$(detect_mirror)
-	echo "format=$ROOT_FORMAT major=$m suite=$suite mirror=$mirror packages=$(major_packages "$m")"
+	echo "format=$ROOT_FORMAT major=$m suite=$suite mirror=$mirror packages=$(major_packages "$m")" \
+		"sources=$(root_sources "$suite" "$mirror" | tr '\n' ';')"
 }
 
 root_dir()
@@ -165,12 +220,12 @@ inner_cleanup()
 	for ((i = ${#INNER_MOUNTS[@]} - 1; i >= 0; i--)); do
 		mp=${INNER_MOUNTS[$i]}
 		if findmnt -rn --mountpoint "$mp" >/dev/null 2>&1; then
-			umount "$mp" 2>/dev/null || umount -l "$mp" || log "warning: could not unmount $mp"
+			umount "$mp" 2>/dev/null || umount -l "$mp" || ts_log "warning: could not unmount $mp"
 		fi
 	done
 	for mp in "${INNER_MOUNTS[@]}"; do
 		if findmnt -rn --mountpoint "$mp" >/dev/null 2>&1; then
-			log "error: $mp still mounted"
+			ts_log "error: $mp still mounted"
 			rc=3
 		fi
 	done
@@ -207,7 +262,7 @@ inner_main()
 		else
 			# e.g. /var/tmp itself on overlayfs: a plain copy is slower
 			# but equivalent
-			log "overlay mount failed; copying the root instead"
+			ts_log "overlay mount failed; copying the root instead"
 			cp -a "$lower/." "$root/"
 			cp -a "$run/upper/." "$root/"
 		fi
@@ -218,6 +273,10 @@ inner_main()
 	# read-only /sys: the clock code reads the kernel's current_clocksource
 	inner_mount --bind /sys "$root/sys"
 	mount -o remount,bind,ro "$root/sys"
+	if [ -n "${TS_INNER_SHARE:-}" ]; then
+		mkdir -p "$root/build/share"
+		inner_mount --bind "$TS_INNER_SHARE" "$root/build/share"
+	fi
 	if [ -f /etc/resolv.conf ]; then
 		cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 	fi
@@ -226,6 +285,7 @@ inner_main()
 		PATH="${TS_INNER_PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}" \
 		HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb \
 		DEBIAN_FRONTEND=noninteractive CI="${CI:-}" TS_IN_MAJORS_ROOT=1 \
+		${TS_INNER_SHARE:+TS_SHARE=/build/share} \
 		"$@"
 }
 
@@ -243,9 +303,7 @@ in_namespace()
 configure_root()
 {
 	local m=$1 root=$2 suite=$3 mirror=$4
-	cat >"$root/etc/apt/sources.list" <<EOF
-deb $mirror $suite main
-EOF
+	root_sources "$suite" "$mirror" >"$root/etc/apt/sources.list"
 	if [ "$m" = 19 ]; then
 		# 19 is only in experimental; take just PostgreSQL from there
 		echo "deb $mirror experimental main" >>"$root/etc/apt/sources.list"
@@ -287,13 +345,15 @@ prepare_one()
 	flock "$lockfd"
 
 	if root_ok "$m" "$root"; then
-		log "PostgreSQL $m: reusing cached root $root"
+		ts_log "PostgreSQL $m: reusing cached root $root"
+		# the stamp's age is the time since the root was last used
+		touch "$root/.timing_source-root"
 		exec {lockfd}>&-
 		return 0
 	fi
-	[ -d "$root" ] && log "PostgreSQL $m: cached root $root is incomplete or broken, rebuilding"
+	[ -d "$root" ] && ts_log "PostgreSQL $m: cached root $root is incomplete or broken, rebuilding"
 
-	command -v debootstrap >/dev/null || die "debootstrap is not installed (apt-get install debootstrap)"
+	command -v debootstrap >/dev/null || ts_die "debootstrap is not installed (apt-get install debootstrap)"
 	tmp="$root.tmp"
 	rm -rf "$root" "$tmp"
 
@@ -302,15 +362,15 @@ prepare_one()
 	script=/usr/share/debootstrap/scripts/$suite
 	[ -e "$script" ] || script=/usr/share/debootstrap/scripts/sid
 
-	log "PostgreSQL $m: debootstrap --variant=minbase $suite from $mirror"
+	ts_log "PostgreSQL $m: debootstrap --variant=minbase $suite from $mirror"
 	t0=$(now)
 	if ! debootstrap --variant=minbase "$suite" "$tmp" "$mirror" "$script" >"$CACHE/roots/pg$m.debootstrap.log" 2>&1; then
 		tail -n 30 "$CACHE/roots/pg$m.debootstrap.log" >&2
 		rm -rf "$tmp"
-		die "PostgreSQL $m: debootstrap failed (log: $CACHE/roots/pg$m.debootstrap.log)"
+		ts_die "PostgreSQL $m: debootstrap failed (log: $CACHE/roots/pg$m.debootstrap.log)"
 	fi
 	t1=$(now)
-	log "PostgreSQL $m: debootstrap took $((t1 - t0)) s"
+	ts_log "PostgreSQL $m: debootstrap took $((t1 - t0)) s"
 
 	configure_root "$m" "$tmp" "$suite" "$mirror"
 	# shellcheck disable=SC2046
@@ -319,21 +379,28 @@ prepare_one()
 		>"$CACHE/roots/pg$m.install.log" 2>&1; then
 		tail -n 30 "$CACHE/roots/pg$m.install.log" >&2
 		rm -rf "$tmp"
-		die "PostgreSQL $m: package installation failed (log: $CACHE/roots/pg$m.install.log)"
+		ts_die "PostgreSQL $m: package installation failed (log: $CACHE/roots/pg$m.install.log)"
 	fi
 	rm -rf "$tmp/var/lib/apt/lists/"*_Packages "$tmp/var/lib/apt/lists/"*_Translation-* 2>/dev/null || true
 	t2=$(now)
-	log "PostgreSQL $m: package installation took $((t2 - t1)) s"
+	ts_log "PostgreSQL $m: package installation took $((t2 - t1)) s"
 
 	root_key "$m" >"$tmp/.timing_source-root"
 	mv "$tmp" "$root"
-	root_ok "$m" "$root" || die "PostgreSQL $m: freshly built root fails its checks"
+	root_ok "$m" "$root" || ts_die "PostgreSQL $m: freshly built root fails its checks"
 
-	# drop roots of this major built with another key (old package list etc.)
+	# Drop roots of this major built with another key (an old package list
+	# etc.) once unused for a week: checkouts of other branches on this
+	# machine may still be using theirs.
 	for old in "$CACHE/roots/pg$m-"*; do
-		[ -d "$old" ] && [ "$old" != "$root" ] && rm -rf "$old"
+		[ -d "$old" ] && [ "$old" != "$root" ] || continue
+		if [ -f "$old/.timing_source-root" ]; then
+			[ -n "$(find "$old/.timing_source-root" -mtime +7)" ] && rm -rf "$old"
+		else
+			[ -n "$(find "$old" -maxdepth 0 -mtime +1)" ] && rm -rf "$old"
+		fi
 	done
-	log "PostgreSQL $m: root ready at $root ($(du -sh "$root" | cut -f1)), $((t2 - t0)) s"
+	ts_log "PostgreSQL $m: root ready at $root ($(du -sh "$root" | cut -f1)), $((t2 - t0)) s"
 	exec {lockfd}>&-
 }
 
@@ -352,7 +419,7 @@ cleanup_rundir()
 	[ -n "$RUNDIR" ] && [ -d "$RUNDIR" ] || return 0
 	while read -r mp; do
 		[ -n "$mp" ] || continue
-		log "warning: $mp still mounted, unmounting"
+		ts_log "warning: $mp still mounted, unmounting"
 		umount -l "$mp" || true
 		leaked=1
 	done < <(findmnt -rn -o TARGET | awk -v d="$RUNDIR/" 'index($0 "/", d) == 1' | sort -r)
@@ -390,42 +457,35 @@ sweep_stale_runs()
 	return 0
 }
 
-# copy of the source tree: tracked files plus untracked files that are not
-# ignored, as they are in the working tree now
-make_source_tar()
-{
-	local out=$1
-	if git -C "$TOP" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-		(cd "$TOP" && git ls-files -co --exclude-standard -z |
-			while IFS= read -r -d '' f; do
-				[ -e "$f" ] && printf '%s\0' "$f"
-			done | tar --null -T - -cf "$out")
-	else
-		# not a git checkout: everything but build products
-		(cd "$TOP" && tar --exclude=.git --exclude='*.o' --exclude='*.so' \
-			--exclude='*.bc' --exclude=results --exclude=tmp_check -cf "$out" .)
-	fi
-}
-
 # run_in_copy MAJOR LOGFILE CMD...: fresh overlay of the cached root with the
 # source tree at /build/timing_source; CMD runs there as root.
 run_in_copy()
 {
-	local m=$1 logfile=$2 root lockfd rc netns
+	local m=$1 logfile=$2 root lockfd rc netns try
 	shift 2
 	root=$(root_dir "$m")
 	sweep_stale_runs
 	RUNDIR=$(mktemp -d /var/tmp/timing_source-majors.XXXXXX)
 	echo $$ >"$RUNDIR/pids"
 
-	make_source_tar "$RUNDIR/src.tar"
 	mkdir -p "$RUNDIR/upper/build/timing_source"
-	tar -xf "$RUNDIR/src.tar" -C "$RUNDIR/upper/build/timing_source"
-	rm -f "$RUNDIR/src.tar"
+	ts_source_tar | tar -xf - -C "$RUNDIR/upper/build/timing_source"
 	: >"$logfile"
 
+	# Hold the major's lock shared for the whole run, so that nothing
+	# rebuilds or removes the root under it.  Between prepare_one and here
+	# another run may have rebuilt or removed it: then prepare it again.
 	exec {lockfd}<"$CACHE/locks/pg$m.lock"
 	flock -s "$lockfd"
+	for try in 1 2 3; do
+		root_ok "$m" "$root" && break
+		exec {lockfd}>&-
+		[ "$try" = 3 ] && ts_die "PostgreSQL $m: the cached root $root keeps disappearing (another run rebuilding it?)"
+		ts_log "PostgreSQL $m: the cached root went away before the run; preparing it again"
+		prepare_one "$m"
+		exec {lockfd}<"$CACHE/locks/pg$m.lock"
+		flock -s "$lockfd"
+	done
 	# Own network namespace (loopback only) where iproute2 is there to bring
 	# its loopback up: the root's servers then cannot collide with ports in
 	# use on the host, and the tests cannot reach out.
@@ -434,7 +494,8 @@ run_in_copy()
 		netns=--net
 	fi
 	# in the background, so that a signal interrupts the wait below
-	TS_INNER_NETNS=${netns:+1} TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+	TS_INNER_SHARE=${TS_MAJORS_SHARE:+$(readlink -f "$TS_MAJORS_SHARE")} \
+		TS_INNER_NETNS=${netns:+1} TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		timeout --signal=TERM --kill-after=30 "$TEST_TIMEOUT" \
 		unshare --mount --pid --fork --kill-child --propagation private $netns \
 		-- bash "$SELF" __inner overlay "$RUNDIR/root" "$root" "$RUNDIR" -- \
@@ -459,8 +520,8 @@ test_one()
 	local m=$1 logfile t0 t1 rc summary verdict pgver
 	prepare_one "$m"
 	logfile=$(mktemp /tmp/timing_source-majors-pg$m.XXXXXX.log)
-	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version)
-	log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
+	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version 2>/dev/null) || pgver="PostgreSQL $m"
+	ts_log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
 	t0=$(now)
 	rc=0
 	# shellcheck disable=SC2086
@@ -476,11 +537,12 @@ test_one()
 		[ "$rc" -eq 124 ] && summary="$summary; timed out after $TEST_TIMEOUT s"
 	fi
 	if [ -n "${TS_MAJORS_RESULTS:-}" ]; then
-		# machine-readable: major verdict passed failed seconds
-		printf '%s\t%s\t%s\t%s\t%s\n' "$m" "$verdict" \
+		# machine-readable: major verdict passed failed seconds skipped
+		printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$m" "$verdict" \
 			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) passed.*/\1/p')" \
 			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) failed.*/\1/p')" \
-			"$((t1 - t0))" >>"$TS_MAJORS_RESULTS"
+			"$((t1 - t0))" \
+			"$(echo "$summary" | sed -n 's/.*\b\([0-9][0-9]*\) skipped.*/\1/p')" >>"$TS_MAJORS_RESULTS"
 	fi
 	RESULTS+=("PostgreSQL $m ($pgver, Debian $(major_suite "$m")): $verdict ($summary; exit $rc) in $((t1 - t0)) s")
 	[ "$verdict" = PASS ]
@@ -510,8 +572,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 trap 'exit 129' HUP
 
-[ "$(id -u)" -eq 0 ] || die "must run as root (debootstrap, chroot, mounts)"
-[ -z "${TS_IN_MAJORS_ROOT:-}" ] || die "already inside a majors root; refusing to nest"
+[ "$(id -u)" -eq 0 ] || ts_die "must run as root (debootstrap, chroot, mounts)"
+[ -z "${TS_IN_MAJORS_ROOT:-}" ] || ts_die "already inside a majors root; refusing to nest"
 
 case "$cmd" in
 	prepare)
@@ -556,7 +618,7 @@ case "$cmd" in
 		fi
 		;;
 	list)
-		for m in 17 18 19; do
+		for m in 15 17 18 19; do
 			echo "$m $(major_suite "$m"): $(major_packages "$m")"
 		done
 		;;

@@ -78,8 +78,9 @@ regress_and_tap() {
 	local label=$1
 	mkdir -p "$TS_WORK/src/out_$label"
 	chown "$TS_USER" "$TS_WORK/src/out_$label"
+	# TAP_TESTS= : pg_regress only; the taptests suites run t/*.pl
 	REGRESS_OUT="out_$label" run_suite "regress$label" \
-		make -s installcheck PG_CONFIG="$PG_CONFIG" \
+		make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= \
 		REGRESS_OPTS="--inputdir=. --outputdir=out_$label --dbname=contrib_regression"
 	if compgen -G "$TS_WORK/src/t/*.sql" >/dev/null; then
 		ts_psql -d postgres -c 'CREATE DATABASE ts_tap' &&
@@ -90,10 +91,10 @@ regress_and_tap() {
 }
 
 if [ $local_only = 1 ]; then
-	ts_install_deps "$(ts_path_major)"
+	ts_install_deps "$(ts_path_major)" $(ts_deb_packages)
 else
 	# the other majors run in debootstrap roots with a loopback-only network
-	ts_install_deps "$TS_PG_MAJOR_DEFAULT" debootstrap debian-archive-keyring iproute2
+	ts_install_deps "$TS_PG_MAJOR_DEFAULT" $(ts_deb_packages) debootstrap debian-archive-keyring iproute2
 fi
 pg_label="PG$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/')"
 # Installs go to the server's shared directories: serialize concurrent runs
@@ -118,6 +119,39 @@ run_suite build_nox86 bash -c '
 # the installed library and the TSC-less one export only what PostgreSQL needs
 run_suite symbols bash scripts/check_symbols.sh \
 	"$("$PG_CONFIG" --pkglibdir)/timing_source.so" ../build_nox86/timing_source.so
+
+# PGXN: META.json against the Meta Spec 1.0.0, versions in agreement with
+# the control file; the release zip (git archive of HEAD, so only where
+# the tree is a git checkout: the host run covers it) unpacks and builds.
+run_suite pgxn bash scripts/pgxn.sh check
+if git -C "$TS_ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+	mkdir -p "$TS_WORK/dist"
+	if dist_zip=$(bash "$TS_ROOT/scripts/pgxn.sh" dist "$TS_WORK/dist"); then
+		git -C "$TS_ROOT" ls-tree -r --name-only HEAD >"$TS_WORK/dist/files"
+		chown -R "$TS_USER" "$TS_WORK/dist"
+		run_suite pgxn_dist bash scripts/pgxn.sh dist-check "$dist_zip" "$TS_WORK/dist/files"
+	else
+		run_suite pgxn_dist echo "not ok 1 - scripts/pgxn.sh dist makes the release zip"
+	fi
+elif [ -z "${TS_IN_MAJORS_ROOT:-}" ]; then
+	skip_suite pgxn_dist "not a git checkout: the release zip comes from git archive"
+fi
+
+# The Debian package (debian/), built for this major only, from a clean
+# export of the tree; the full run installs it into a clean root (deb_install).
+deb_dir=$TS_WORK/deb
+if [ "$PG_CONFIG" = "/usr/lib/postgresql/${pg_label#PG}/bin/pg_config" ] &&
+	command -v dpkg-buildpackage >/dev/null && command -v pg_buildext >/dev/null; then
+	mkdir -p "$deb_dir/timing-source" "$deb_dir/out"
+	ts_source_tar | tar -xf - -C "$deb_dir/timing-source"
+	chown -R "$TS_USER" "$deb_dir"
+	run_suite deb bash -c 'cd "$1" && bash scripts/deb.sh build "$2" "$3"' deb \
+		"$deb_dir/timing-source" "${pg_label#PG}" "$deb_dir/out"
+	# inside a scripts/majors.sh root: hand the package out
+	[ -n "${TS_SHARE:-}" ] && cp "$deb_dir"/out/*.deb "$TS_SHARE"/
+else
+	skip_suite deb "not a Debian-packaged PostgreSQL ($PG_CONFIG) or no dpkg-buildpackage/pg_buildext"
+fi
 
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 regress_and_tap ""
@@ -144,12 +178,19 @@ else
 	skip_suite host_tsc "this host has no invariant TSC with RDTSCP that the kernel uses as its clocksource"
 fi
 
-pgxs_dir=$(dirname "$(dirname "$(dirname "$("$PG_CONFIG" --pgxs)")")")
-perl_tap=(env PERL5LIB="$pgxs_dir/src/test/perl"
-	PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" PGHOST= PGPORT= PGUSER=)
+# t/*.pl as a user runs them: "make installcheck" with TAP_TESTS = 1 runs
+# them through PGXS's prove_installcheck (REGRESS= : no pg_regress here)
+perl_tap=(make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= PROVE_FLAGS=-v)
+# a server built without --enable-tap-tests (Debian's are built with it)
+# would only print "TAP tests not enabled": enable PGXS's prove rule here
+if ! grep -qE '^enable_tap_tests[[:space:]]*=[[:space:]]*yes' \
+	"$(dirname "$("$PG_CONFIG" --pgxs)")/../Makefile.global"; then
+	ts_log "this server was built without --enable-tap-tests; running t/*.pl with prove from PATH"
+	perl_tap+=(enable_tap_tests=yes PROVE=prove)
+fi
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
-[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}" bash -c 'prove -v t/*.pl'
+[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}"
 
 if [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
@@ -157,7 +198,7 @@ if [ "$tsc_available" = t ]; then
 	regress_and_tap "_notsc"
 	# every server the Perl tests start inherits the switch
 	[ $have_perl_tap = 1 ] &&
-		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 bash -c 'rm -rf tmp_check && prove -v t/*.pl'
+		run_suite taptests_notsc env TIMING_SOURCE_DISABLE_TSC=1 "${perl_tap[@]}"
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
 fi
@@ -182,6 +223,31 @@ fi
 
 ts_cleanup_clusters
 flock -u 9
+
+# deb_install_suite MAJOR DIR: install the package built for MAJOR
+# (DIR/*.deb) into a fresh overlay of the cached Debian root for MAJOR
+# (scripts/majors.sh: PostgreSQL, no timing_source) and run its
+# autopkgtests there (scripts/deb.sh install-check)
+deb_install_suite() {
+	local m=$1 dir=$2 log rc p f s
+	log="$TS_WORK/deb_install$m.log"
+	ts_log "suite deb_install: the PostgreSQL $m package in a clean Debian root"
+	if compgen -G "$dir/postgresql-$m-timing-source_*.deb" >/dev/null; then
+		TS_MAJORS_SHARE=$dir bash "$TS_ROOT/scripts/majors.sh" run "$m" \
+			bash scripts/deb.sh install-check /build/share 2>&1 | tee "$log"
+		rc=${PIPESTATUS[0]}
+	else
+		echo "not ok 1 - no postgresql-$m-timing-source package was built" | tee "$log"
+		rc=1
+	fi
+	read -r p f s < <(count_results "$log")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+	summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m deb_install" "$p" "$f" "$s")")
+	[ "$f" -eq 0 ]
+}
+
+[ $local_only = 0 ] && deb_install_suite "${pg_label#PG}" "$deb_dir/out"
 if [ "$failed" -eq 0 ]; then majors_ok+=("${pg_label#PG}"); else majors_failed+=("${pg_label#PG}"); fi
 
 if [ $local_only = 0 ]; then
@@ -191,18 +257,20 @@ if [ $local_only = 0 ]; then
 			continue
 		fi
 		ts_log "PostgreSQL $m in a Debian root"
-		log="$TS_WORK/major$m.log"
-		bash "$TS_ROOT/scripts/majors.sh" test "$m" 2>&1 | tee "$log"
-		rc=${PIPESTATUS[0]}
-		line=$(grep -E '^[A-Za-z]*:? ?[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)
-		p=$(sed -nE 's/.*([^0-9]|^)([0-9]+) passed.*/\2/p' <<<"$line")
-		f=$(sed -nE 's/.* ([0-9]+) failed.*/\1/p' <<<"$line")
-		s=$(sed -nE 's/.* ([0-9]+) skipped.*/\1/p' <<<"$line")
-		p=${p:-0} f=${f:-0} s=${s:-0}
-		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
-		if [ -z "$line" ] && [ "$f" -eq 0 ]; then f=1; fi
+		# majors.sh writes "MAJOR verdict passed failed seconds skipped"
+		# to the results file; the run inside leaves its package in debs/M
+		mkdir -p "$TS_WORK/debs/$m"
+		TS_MAJORS_RESULTS="$TS_WORK/majors.results" TS_MAJORS_SHARE="$TS_WORK/debs/$m" \
+			bash "$TS_ROOT/scripts/majors.sh" test "$m"
+		rc=$?
+		read -r verdict p f s < <(awk -F '\t' -v m="$m" '
+			$1 == m { v = $2; p = $3 + 0; f = $4 + 0; s = $6 + 0 }
+			END { print (v == "" ? "none" : v), p + 0, f + 0, s + 0 }' "$TS_WORK/majors.results" 2>/dev/null)
+		verdict=${verdict:-none} p=${p:-0} f=${f:-0} s=${s:-0}
+		if { [ "$rc" -ne 0 ] || [ "$verdict" != PASS ]; } && [ "$f" -eq 0 ]; then f=1; fi
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 		summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "PG$m (all suites)" "$p" "$f" "$s")")
+		deb_install_suite "$m" "$TS_WORK/debs/$m" || f=$((f + 1))
 		if [ "$f" -eq 0 ]; then majors_ok+=("$m"); else majors_failed+=("$m"); fi
 	done
 fi
