@@ -154,39 +154,55 @@ VACUUM ANALYZE ts_a, ts_b, ts_p;
 SET max_parallel_workers_per_gather = 0;
 SET jit = off;
 
+-- What EXPLAIN showed for a plan: 'timed' (actual rows and a positive
+-- time), 'counted' (actual rows, no times: TIMING OFF), 'estimated' (not
+-- run), else 'inconsistent'
+CREATE FUNCTION pg_temp.plan_kind(doc jsonb)
+RETURNS text LANGUAGE sql AS $$
+	SELECT CASE
+		WHEN NOT (doc -> 'Plan') ? 'Actual Rows'
+			 AND NOT (doc -> 'Plan') ? 'Actual Total Time' THEN 'estimated'
+		WHEN (doc #>> '{Plan,Actual Rows}')::float8 >= 1
+			 AND (doc #>> '{Plan,Actual Total Time}')::float8 > 0 THEN 'timed'
+		WHEN (doc #>> '{Plan,Actual Rows}')::float8 >= 1
+			 AND NOT (doc -> 'Plan') ? 'Actual Total Time' THEN 'counted'
+		ELSE 'inconsistent'
+	END
+$$;
+
 --
 -- Which nodes get the TSC wrapper: the hook reports at DEBUG1 how many
 -- plan nodes it bound.  Only timed queries under the TSC are bound.
 --
 SET client_min_messages = debug1;
 SET timing_clock_source = :'src';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS timed;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
-							'ANALYZE, TIMING OFF') IS NOT NULL AS timing_off;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
-							'ANALYZE false') IS NOT NULL AS not_analyzed;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a')) AS timed;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a',
+							'ANALYZE, TIMING OFF')) AS timing_off;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a',
+							'ANALYZE false')) AS not_analyzed;
 -- initPlan, subPlan and their children are bound too
-SELECT pg_temp.explain_json($$
+SELECT pg_temp.plan_kind(pg_temp.explain_json($$
 	SELECT (SELECT max(id) FROM ts_b),
 		   (SELECT count(*) FROM ts_b b WHERE b.a_id = a.id)
 	FROM ts_a a WHERE a.id < 3
-$$) IS NOT NULL AS with_subplans;
+$$)) AS with_subplans;
 -- a Hash node is run through MultiExecProcNode and keeps core's clock:
 -- 4 of these 5 nodes are bound
 SET enable_mergejoin = off;
 SET enable_nestloop = off;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id')
-	IS NOT NULL AS hash_join;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id')
+	) AS hash_join;
 RESET enable_mergejoin;
 RESET enable_nestloop;
 SET timing_clock_source = 'system';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS system_clock;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a')) AS system_clock;
 -- the setting of the moment counts, also inside a transaction
 BEGIN;
 SET LOCAL timing_clock_source = :'src';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS set_local;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a')) AS set_local;
 COMMIT;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS after_commit;
+SELECT pg_temp.plan_kind(pg_temp.explain_json('SELECT count(*) FROM ts_a')) AS after_commit;
 RESET client_min_messages;
 RESET timing_clock_source;
 
