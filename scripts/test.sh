@@ -33,6 +33,9 @@ trap ts_cleanup EXIT
 trap 'exit 130' INT TERM
 
 passed=0 failed=0 skipped=0
+# the exact reasons the fallback clusters must report (src/tsclock.c)
+notsc_reason="The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC."
+nox86_reason="This build of timing_source is not for x86-64, so only the system clock is available."
 summary=()
 majors_ok=() majors_failed=()
 
@@ -71,6 +74,24 @@ skip_suite() {
 	ts_log "suite $name skipped: $why"
 	skipped=$((skipped + 1))
 	summary+=("$(printf '%-28s skipped: %s' "$pg_label $name" "$why")")
+}
+
+# fallback_check NAME REASON: the cluster just started must have no usable
+# TSC, for exactly REASON, and its sessions must default to the system
+# clock.  Run first on every fallback cluster, so that its suites cannot
+# pass by re-running the TSC path (if TIMING_SOURCE_DISABLE_TSC stopped
+# reaching the server, or -DTSCLOCK_NO_X86 stopped taking effect).
+fallback_check() {
+	local name=$1 want=$2 state
+	state=$(ts_psql -d postgres -At -F '|' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+		-c 'SELECT available, coalesce(reason_unusable, $$(none)$$), current_setting($$timing_clock_source$$) FROM timing_source_tsc()' 2>&1)
+	run_suite "$name" bash -c '
+		IFS="|" read -r available reason shown <<<"$1"
+		check() { if [ "$2" = "$3" ]; then echo "ok $1 - $4"; else echo "not ok $1 - $4: got \"$2\", expected \"$3\""; fi; }
+		check 1 "$available" f "timing_source_tsc().available is f"
+		check 2 "$reason" "$2" "reason_unusable: $2"
+		check 3 "$shown" "auto (system)" "timing_clock_source shows auto (system)"' \
+		"$name" "$state" "$want"
 }
 
 # regress_and_tap LABEL: pg_regress and pgTAP against the current cluster
@@ -116,10 +137,14 @@ run_suite build_nox86 bash -c '
 	fi'
 
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
-regress_and_tap ""
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
 	-c 'SELECT available FROM timing_source_tsc()') ||
 	ts_die "cannot ask the test cluster whether the TSC is usable"
+# what the Perl tests' own servers must see (t/TimingSourceExpect.pm)
+main_tsc_state=$(ts_psql -d postgres -At \
+	-c 'SELECT CASE WHEN available THEN $$available$$ ELSE reason_unusable END FROM timing_source_tsc()') ||
+	ts_die "cannot ask the test cluster whether the TSC is usable"
+regress_and_tap ""
 
 # A host whose kernel trusts the TSC (an x86-64 CPU with RDTSCP and an
 # invariant TSC, clocksource tsc) must get a usable TSC here.  Without this
@@ -145,15 +170,19 @@ perl_tap=(env PERL5LIB="$pgxs_dir/src/test/perl"
 	PG_REGRESS="$pgxs_dir/src/test/regress/pg_regress" PGHOST= PGPORT= PGUSER=)
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
-[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}" bash -c 'prove -v t/*.pl'
+[ $have_perl_tap = 1 ] &&
+	run_suite taptests "${perl_tap[@]}" TS_EXPECT_TSC="$main_tsc_state" bash -c 'prove -v t/*.pl'
 
 if [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
 		ts_die "cannot start the TSC-disabled cluster"
+	fallback_check fallback_notsc "$notsc_reason"
 	regress_and_tap "_notsc"
-	# every server the Perl tests start inherits the switch
+	# every server the Perl tests start inherits the switch, and each test
+	# asserts that its server sees it
 	[ $have_perl_tap = 1 ] &&
-		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 bash -c 'prove -v t/*.pl'
+		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 \
+			TS_EXPECT_TSC="$notsc_reason" bash -c 'prove -v t/*.pl'
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
 fi
@@ -167,6 +196,7 @@ if [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
 	make -C "$TS_WORK/build_nox86" -s install PG_CONFIG="$PG_CONFIG" >/dev/null &&
 		ts_cluster_start nox86 </dev/null ||
 		ts_die "cannot install and start the build without TSC"
+	fallback_check fallback_nox86 "$nox86_reason"
 	regress_and_tap "_nox86"
 	ts_cleanup_clusters
 	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null ||

@@ -16,6 +16,9 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('auto_explain');
 $node->init;
@@ -36,6 +39,7 @@ jit = off
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 my $tsc = $node->safe_psql('postgres',
 	'SELECT available FROM timing_source_tsc()') eq 't';
 note $tsc ? 'TSC usable' : 'TSC unusable on this host';
