@@ -49,9 +49,56 @@ count_results() {
 	echo "$((p - s)) $f $s"
 }
 
+# Minimum number of tests each suite must run (passed or failed; skips do
+# not count), per run.  A suite that runs fewer -- it ran nothing, a test
+# file went missing, or tests that used to run now skip -- gets one more
+# failure, and so does a suite with no entry here.  These are the real counts of the current tests
+# on this machine (x86-64 with a usable TSC), the same on PostgreSQL 15, 17
+# and 18 (the roots run this script with --local, so the table applies
+# there too).  A major whose count differs gets its own entry, "NAME@MAJOR".
+# The TSC-disabled (_notsc) and TSC-compiled-out (_nox86) runs skip the TSC
+# cases, so they have their own numbers; where the host's own TSC is
+# unusable, the first run's regress, pgtap and taptests are held to their
+# _notsc numbers, as they then run exactly those tests.
+#
+# After adding, removing or splitting tests: run "bash scripts/test.sh",
+# copy each suite's "passed" figure (plus "failed", if any) from the
+# summary into this table, and commit the new numbers with the tests.
+# Never set a number below the real count: the table is what catches a
+# lost test.  A suite that runs more than its number gets a note in its log
+# asking for the table to be raised.
+declare -A suite_min=(
+	[unit]=116
+	[build_nox86]=1
+	[regress]=10
+	[pgtap]=59
+	[host_tsc]=1
+	[taptests]=60
+	[fallback_notsc]=3
+	[regress_notsc]=10
+	[pgtap_notsc]=55
+	[taptests_notsc]=54
+	[fallback_nox86]=3
+	[regress_nox86]=10
+	[pgtap_nox86]=51
+)
+
+# suite_minimum NAME: the minimum for this suite on this major and host
+suite_minimum() {
+	local name=$1 major=${pg_label#PG}
+	if [ "${tsc_available:-t}" != t ]; then
+		case $name in regress|pgtap|taptests) name=${name}_notsc ;; esac
+	fi
+	if [ -n "${suite_min[$name@$major]:-}" ]; then
+		echo "${suite_min[$name@$major]}"
+	else
+		echo "${suite_min[$name]:-}"
+	fi
+}
+
 # run_suite NAME COMMAND...: run as the test user in the copied tree.
 run_suite() {
-	local name=$1 log rc p f s
+	local name=$1 log rc p f s min
 	shift
 	log="$TS_WORK/$name.log"
 	ts_log "suite $name"
@@ -64,6 +111,16 @@ run_suite() {
 	fi
 	if [ "$rc" -ne 0 ] && [ -f "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs" ]; then
 		cat "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs"
+	fi
+	min=$(suite_minimum "$name")
+	if [ -z "$min" ]; then
+		echo "suite $name: no minimum test count recorded in scripts/test.sh (suite_min)" | tee -a "$log" >&2
+		f=$((f + 1))
+	elif [ $((p + f)) -lt "$min" ]; then
+		echo "suite $name: $((p + f)) tests run (not skipped), fewer than the $min it must run (a lost test file, new skips, or nothing run)" | tee -a "$log" >&2
+		f=$((f + 1))
+	elif [ $((p + f)) -gt "$min" ]; then
+		echo "note: suite $name ran $((p + f)) tests, more than its recorded minimum $min; raise suite_min in scripts/test.sh" | tee -a "$log" >&2
 	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "$pg_label $name" "$p" "$f" "$s")")
