@@ -228,7 +228,7 @@ perl_tap=(env PERL5LIB="$pgxs_dir/src/test/perl"
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
 [ $have_perl_tap = 1 ] &&
-	run_suite taptests "${perl_tap[@]}" TS_EXPECT_TSC="$main_tsc_state" bash -c 'prove -v t/*.pl'
+	run_suite taptests "${perl_tap[@]}" TS_EXPECT_TSC="$main_tsc_state" bash -c 'rm -rf tmp_check && prove -v t/*.pl'
 
 if [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
@@ -236,10 +236,12 @@ if [ "$tsc_available" = t ]; then
 	fallback_check fallback_notsc "$notsc_reason"
 	regress_and_tap "_notsc"
 	# every server the Perl tests start inherits the switch, and each test
-	# asserts that its server sees it
+	# asserts that its server sees it.  tmp_check is cleared first: a
+	# failed test of the first run leaves its data directory there, and
+	# the same test would then stop this run before it starts.
 	[ $have_perl_tap = 1 ] &&
 		run_suite taptests_notsc "${perl_tap[@]}" TIMING_SOURCE_DISABLE_TSC=1 \
-			TS_EXPECT_TSC="$notsc_reason" bash -c 'prove -v t/*.pl'
+			TS_EXPECT_TSC="$notsc_reason" bash -c 'rm -rf tmp_check && prove -v t/*.pl'
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
 fi
