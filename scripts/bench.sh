@@ -72,7 +72,7 @@ if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
 		exit 1
 	}
 	. "$ROOT/scripts/lib.sh"
-	ts_install_deps
+	ts_install_deps "$(ts_path_major)"
 	# installs go to the server's shared directories: one at a time
 	exec 9>/tmp/timing_source-install.lock
 	flock 9
