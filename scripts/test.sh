@@ -33,6 +33,9 @@ trap ts_cleanup EXIT
 trap 'exit 130' INT TERM
 
 passed=0 failed=0 skipped=0
+# the exact reasons the fallback clusters must report (src/tsclock.c)
+notsc_reason="The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC."
+nox86_reason="This build of timing_source is not for x86-64, so only the system clock is available."
 summary=()
 majors_ok=() majors_failed=()
 
@@ -46,9 +49,56 @@ count_results() {
 	echo "$((p - s)) $f $s"
 }
 
+# Minimum number of tests each suite must run (passed or failed; skips do
+# not count), per run.  A suite that runs fewer -- it ran nothing, a test
+# file went missing, or tests that used to run now skip -- gets one more
+# failure, and so does a suite with no entry here.  These are the real counts of the current tests
+# on this machine (x86-64 with a usable TSC), the same on PostgreSQL 15, 17
+# and 18 (the roots run this script with --local, so the table applies
+# there too).  A major whose count differs gets its own entry, "NAME@MAJOR".
+# The TSC-disabled (_notsc) and TSC-compiled-out (_nox86) runs skip the TSC
+# cases, so they have their own numbers; where the host's own TSC is
+# unusable, the first run's regress, pgtap and taptests are held to their
+# _notsc numbers, as they then run exactly those tests.
+#
+# After adding, removing or splitting tests: run "bash scripts/test.sh",
+# copy each suite's "passed" figure (plus "failed", if any) from the
+# summary into this table, and commit the new numbers with the tests.
+# Never set a number below the real count: the table is what catches a
+# lost test.  A suite that runs more than its number gets a note in its log
+# asking for the table to be raised.
+declare -A suite_min=(
+	[unit]=116
+	[build_nox86]=1
+	[regress]=10
+	[pgtap]=59
+	[host_tsc]=1
+	[taptests]=60
+	[fallback_notsc]=3
+	[regress_notsc]=10
+	[pgtap_notsc]=55
+	[taptests_notsc]=54
+	[fallback_nox86]=3
+	[regress_nox86]=10
+	[pgtap_nox86]=51
+)
+
+# suite_minimum NAME: the minimum for this suite on this major and host
+suite_minimum() {
+	local name=$1 major=${pg_label#PG}
+	if [ "${tsc_available:-t}" != t ]; then
+		case $name in regress|pgtap|taptests) name=${name}_notsc ;; esac
+	fi
+	if [ -n "${suite_min[$name@$major]:-}" ]; then
+		echo "${suite_min[$name@$major]}"
+	else
+		echo "${suite_min[$name]:-}"
+	fi
+}
+
 # run_suite NAME COMMAND...: run as the test user in the copied tree.
 run_suite() {
-	local name=$1 log rc p f s
+	local name=$1 log rc p f s min
 	shift
 	log="$TS_WORK/$name.log"
 	ts_log "suite $name"
@@ -62,6 +112,16 @@ run_suite() {
 	if [ "$rc" -ne 0 ] && [ -f "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs" ]; then
 		cat "$TS_WORK/src/${REGRESS_OUT:-.}/regression.diffs"
 	fi
+	min=$(suite_minimum "$name")
+	if [ -z "$min" ]; then
+		echo "suite $name: no minimum test count recorded in scripts/test.sh (suite_min)" | tee -a "$log" >&2
+		f=$((f + 1))
+	elif [ $((p + f)) -lt "$min" ]; then
+		echo "suite $name: $((p + f)) tests run (not skipped), fewer than the $min it must run (a lost test file, new skips, or nothing run)" | tee -a "$log" >&2
+		f=$((f + 1))
+	elif [ $((p + f)) -gt "$min" ]; then
+		echo "note: suite $name ran $((p + f)) tests, more than its recorded minimum $min; raise suite_min in scripts/test.sh" | tee -a "$log" >&2
+	fi
 	passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 	summary+=("$(printf '%-28s %4d passed, %d failed, %d skipped' "$pg_label $name" "$p" "$f" "$s")")
 }
@@ -73,6 +133,24 @@ skip_suite() {
 	summary+=("$(printf '%-28s skipped: %s' "$pg_label $name" "$why")")
 }
 
+# fallback_check NAME REASON: the cluster just started must have no usable
+# TSC, for exactly REASON, and its sessions must default to the system
+# clock.  Run first on every fallback cluster, so that its suites cannot
+# pass by re-running the TSC path (if TIMING_SOURCE_DISABLE_TSC stopped
+# reaching the server, or -DTSCLOCK_NO_X86 stopped taking effect).
+fallback_check() {
+	local name=$1 want=$2 state
+	state=$(ts_psql -d postgres -At -F '|' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+		-c 'SELECT available, coalesce(reason_unusable, $$(none)$$), current_setting($$timing_clock_source$$) FROM timing_source_tsc()' 2>&1)
+	run_suite "$name" bash -c '
+		IFS="|" read -r available reason shown <<<"$1"
+		check() { if [ "$2" = "$3" ]; then echo "ok $1 - $4"; else echo "not ok $1 - $4: got \"$2\", expected \"$3\""; fi; }
+		check 1 "$available" f "timing_source_tsc().available is f"
+		check 2 "$reason" "$2" "reason_unusable: $2"
+		check 3 "$shown" "auto (system)" "timing_clock_source shows auto (system)"' \
+		"$name" "$state" "$want"
+}
+
 # ---- PostgreSQL 19+ (core owns timing_clock_source) ----
 # regress_self_skips LABEL: a pg_regress test that does not apply to this
 # major says so itself: its output starts a line with "skipped on
@@ -80,7 +158,7 @@ skip_suite() {
 # as "ok"; count it as skipped instead, and name it in the summary.  With
 # TS_SHARE set (a scripts/majors.sh root), the results are handed out too.
 regress_self_skips() {
-	local label=$1 f why n=0 i=$((${#summary[@]} - 1)) p s
+	local label=$1 f why n=0 i=$((${#summary[@]} - 1)) p s min
 	for f in "$TS_WORK/src/out_$label"/results/*.out; do
 		[ -f "$f" ] || continue
 		why=$(grep -m1 '^skipped on PostgreSQL' "$f") || continue
@@ -90,11 +168,17 @@ regress_self_skips() {
 		passed=$((passed - 1)) n=$((n + 1))
 		skip_suite "regress$label/$(basename "$f" .out)" "${why#skipped on }"
 	done
-	# the suite's own summary line: those tests were skipped, not passed
+	# the suite's own summary line: those tests were skipped, not passed;
+	# and the tests really run must still reach the suite's minimum
 	if [ $n -gt 0 ] && [[ ${summary[$i]} =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
 		p=${BASH_REMATCH[1]} s=${BASH_REMATCH[3]}
 		summary[i]=${summary[$i]/$p passed/$((p - n)) passed}
 		summary[i]=${summary[$i]/$s skipped/$((s + n)) skipped}
+		min=$(suite_minimum "regress$label")
+		if [ -n "$min" ] && [ $((p - n + BASH_REMATCH[2])) -lt "$min" ]; then
+			echo "suite regress$label: $((p - n + BASH_REMATCH[2])) tests run (not skipped), fewer than the $min it must run" >&2
+			failed=$((failed + 1))
+		fi
 	fi
 	if [ -n "${TS_SHARE:-}" ] && [ -d "$TS_WORK/src/out_$label" ]; then
 		mkdir -p "$TS_SHARE/regress$label"
@@ -189,10 +273,14 @@ else
 fi
 
 ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
-regress_and_tap ""
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
 	-c 'SELECT available FROM timing_source_tsc()') ||
 	ts_die "cannot ask the test cluster whether the TSC is usable"
+# what the Perl tests' own servers must see (t/TimingSourceExpect.pm)
+main_tsc_state=$(ts_psql -d postgres -At \
+	-c 'SELECT CASE WHEN available THEN $$available$$ ELSE reason_unusable END FROM timing_source_tsc()') ||
+	ts_die "cannot ask the test cluster whether the TSC is usable"
+regress_and_tap ""
 
 # A host whose kernel trusts the TSC (an x86-64 CPU with RDTSCP and an
 # invariant TSC, clocksource tsc) must get a usable TSC here.  Without this
@@ -225,7 +313,8 @@ if ! grep -qE '^enable_tap_tests[[:space:]]*=[[:space:]]*yes' \
 fi
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
-[ $have_perl_tap = 1 ] && run_suite taptests "${perl_tap[@]}"
+[ $have_perl_tap = 1 ] &&
+	run_suite taptests env TS_EXPECT_TSC="$main_tsc_state" "${perl_tap[@]}"
 
 # PostgreSQL 19+: core times plan nodes with its own TSC decision, which
 # TIMING_SOURCE_DISABLE_TSC and the TSC-less build do not reach; what those
@@ -237,10 +326,15 @@ if [ "${pg_label#PG}" -ge 19 ]; then
 elif [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
 		ts_die "cannot start the TSC-disabled cluster"
+	fallback_check fallback_notsc "$notsc_reason"
 	regress_and_tap "_notsc"
-	# every server the Perl tests start inherits the switch
+	# every server the Perl tests start inherits the switch, and each test
+	# asserts that its server sees it (PGXS's prove_installcheck starts
+	# from a clean tmp_check, so a failed test of the first run cannot
+	# stop this one)
 	[ $have_perl_tap = 1 ] &&
-		run_suite taptests_notsc env TIMING_SOURCE_DISABLE_TSC=1 "${perl_tap[@]}"
+		run_suite taptests_notsc env TIMING_SOURCE_DISABLE_TSC=1 \
+			TS_EXPECT_TSC="$notsc_reason" "${perl_tap[@]}"
 else
 	skip_suite "regress_notsc" "the TSC is not usable on this host, so the run above already covered the fallback; the TSC case cannot occur here"
 fi
@@ -256,6 +350,7 @@ elif [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
 	make -C "$TS_WORK/build_nox86" -s install PG_CONFIG="$PG_CONFIG" >/dev/null &&
 		ts_cluster_start nox86 </dev/null ||
 		ts_die "cannot install and start the build without TSC"
+	fallback_check fallback_nox86 "$nox86_reason"
 	regress_and_tap "_nox86"
 	ts_cleanup_clusters
 	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null ||

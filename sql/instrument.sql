@@ -168,35 +168,63 @@ SET jit = off;
 --
 SET client_min_messages = debug1;
 SET timing_clock_source = :'src';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS timed;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS timed \gset
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
-							'ANALYZE, TIMING OFF') IS NOT NULL AS timing_off;
+							'ANALYZE, TIMING OFF') AS timing_off \gset
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
-							'ANALYZE false') IS NOT NULL AS not_analyzed;
+							'ANALYZE false') AS not_analyzed \gset
 -- initPlan, subPlan and their children are bound too
 SELECT pg_temp.explain_json($$
 	SELECT (SELECT max(id) FROM ts_b),
 		   (SELECT count(*) FROM ts_b b WHERE b.a_id = a.id)
 	FROM ts_a a WHERE a.id < 3
-$$) IS NOT NULL AS with_subplans;
+$$) AS with_subplans \gset
 -- a Hash node is run through MultiExecProcNode and keeps core's clock:
 -- 4 of these 5 nodes are bound
 SET enable_mergejoin = off;
 SET enable_nestloop = off;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id')
-	IS NOT NULL AS hash_join;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id') AS hash_join \gset
 RESET enable_mergejoin;
 RESET enable_nestloop;
 SET timing_clock_source = 'system';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS system_clock;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS system_clock \gset
 -- the setting of the moment counts, also inside a transaction
 BEGIN;
 SET LOCAL timing_clock_source = :'src';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS set_local;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS set_local \gset
 COMMIT;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') IS NOT NULL AS after_commit;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS after_commit \gset
 RESET client_min_messages;
 RESET timing_clock_source;
+
+-- What each EXPLAIN above showed (kept in psql variables, and judged only
+-- now: new catalog lookups while DEBUG1 messages are shown could add
+-- catalog-cache messages on some majors): 'timed' (actual rows and a positive
+-- time), 'counted' (actual rows, no times: TIMING OFF), 'estimated' (not
+-- run), else 'inconsistent'
+CREATE FUNCTION pg_temp.plan_kind(doc jsonb)
+RETURNS text LANGUAGE sql AS $$
+	SELECT CASE
+		WHEN NOT (doc -> 'Plan') ? 'Actual Rows'
+			 AND NOT (doc -> 'Plan') ? 'Actual Total Time' THEN 'estimated'
+		WHEN (doc #>> '{Plan,Actual Rows}')::float8 >= 1
+			 AND (doc #>> '{Plan,Actual Total Time}')::float8 > 0 THEN 'timed'
+		WHEN (doc #>> '{Plan,Actual Rows}')::float8 >= 1
+			 AND NOT (doc -> 'Plan') ? 'Actual Total Time' THEN 'counted'
+		ELSE 'inconsistent'
+	END
+$$;
+
+SELECT * FROM (VALUES
+	('timed', pg_temp.plan_kind(:'timed')),
+	('timing_off', pg_temp.plan_kind(:'timing_off')),
+	('not_analyzed', pg_temp.plan_kind(:'not_analyzed')),
+	('with_subplans', pg_temp.plan_kind(:'with_subplans')),
+	('hash_join', pg_temp.plan_kind(:'hash_join')),
+	('system_clock', pg_temp.plan_kind(:'system_clock')),
+	('set_local', pg_temp.plan_kind(:'set_local')),
+	('after_commit', pg_temp.plan_kind(:'after_commit'))
+) AS v(query, explain_showed);
 
 -- Plan text without numbers is the same under both clocks.  Through a
 -- function so that the text is the same on every major: 18 shows buffers

@@ -4,13 +4,14 @@
  *	  The one place where timing_source adapts to PostgreSQL major
  *	  versions.  Everything keyed on PG_VERSION_NUM lives here; the rest
  *	  of the code uses the macros and inline functions defined below.
+ *	  Included through timing_source.h, after postgres.h.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef TS_COMPAT_H
 #define TS_COMPAT_H
 
-#include "postgres.h"
+/* like every PostgreSQL header: the including .c file has postgres.h first */
 
 #if PG_VERSION_NUM < 150000
 #error "timing_source requires PostgreSQL 15 or later"

@@ -103,7 +103,7 @@ ts_ensure_detected(void)
 	tsclock_detect();
 	last_os_check = GetCurrentTimestamp();
 	elog(DEBUG1, "timing_source: clock detection in process %d: %s, %llu kHz from %s (calibration %.3f ms)",
-		 (int) getpid(), tsclock_info.usable ? "TSC usable" : "TSC unusable",
+		 MyProcPid, tsclock_info.usable ? "TSC usable" : "TSC unusable",
 		 (unsigned long long) tsclock_info.khz, tsclock_info.freq_source,
 		 tsclock_info.cal.elapsed_ns / 1e6);
 }
@@ -353,8 +353,9 @@ _PG_init(void)
 	/*
 	 * Detect and calibrate now, when the library is loaded: in the
 	 * postmaster when preloaded (every backend inherits the result), else
-	 * in this backend at LOAD, session_preload_libraries, CREATE EXTENSION
-	 * or the first function call, never later inside SHOW or a timed query.
+	 * in this backend at LOAD, session_preload_libraries or the first call
+	 * of one of its functions (CREATE EXTENSION alone does not load it),
+	 * never later inside SHOW or a timed query.
 	 * A parallel worker takes its leader's decision instead.
 	 */
 	if (!IsParallelWorker())

@@ -46,6 +46,9 @@ extern TimingClockSource ts_session_setting(void);
  */
 extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 
+/* diagnostics.c: ereport(ERROR) unless 1 <= runs <= max */
+extern int	ts_check_runs(int runs, int max);
+
 /* PostgreSQL 19 and later: core owns timing_clock_source */
 extern bool ts_core_owns_setting;
 

@@ -6,6 +6,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 use Time::HiRes qw(usleep);
 
 my $node = PostgreSQL::Test::Cluster->new('server_default');
@@ -31,6 +34,7 @@ timing_source.clock_source = 'system'
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 
 my $tsc_ok = $node->safe_psql('postgres', 'SELECT available FROM timing_source_tsc()') eq 't';
 

@@ -3,7 +3,7 @@
 # timed through timing_source's TSC path (the hook's DEBUG1 report is in
 # the log, for the backend and for parallel workers) and their numbers are
 # sane: non-negative, startup <= total, children within their parents,
-# and pg_sleep(0.2) measured within 2% of 200 ms.  Both orders of
+# and pg_sleep(0.2) measured within 2% of 200 ms (best of three tries).  Both orders of
 # shared_preload_libraries are tried, as the two hooks chain either way.
 #
 # Where the TSC is unusable the test asserts the refusal instead and checks
@@ -16,6 +16,9 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('auto_explain');
 $node->init;
@@ -36,6 +39,7 @@ jit = off
 $node->start;
 
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 my $tsc = $node->safe_psql('postgres',
 	'SELECT available FROM timing_source_tsc()') eq 't';
 note $tsc ? 'TSC usable' : 'TSC unusable on this host';
@@ -204,11 +208,39 @@ sub run_checks
 	my ($doc, $duration) = check_query("$order sleep", 'SELECT pg_sleep(0.2)');
 	if ($doc)
 	{
-		my $t = $doc->{Plan}{'Actual Total Time'};
-		ok($t >= 196 && $t <= 204, "$order sleep: $t ms within 2% of 200 ms");
-		# auto_explain's duration is measured with the system clock
-		ok($t <= $duration + 0.001 && $duration - $t < 0.5,
-			"$order sleep: node time $t ms within 0.5 ms of the query's $duration ms");
+		# A sleep may overshoot, and a busy machine may preempt the backend
+		# between the node's clock and auto_explain's: three tries, and the
+		# best of them counts for each of the two checks.
+		my ($best_dev, $best_t, $best_gap, $gap_t, $gap_d);
+		for my $try (1 .. 3)
+		{
+			if ($try > 1)
+			{
+				my @plans =
+				  grep { $_->{doc}{'Query Text'} eq 'SELECT pg_sleep(0.2)' }
+				  logged_plans(run_logged('SELECT pg_sleep(0.2)'));
+				next unless @plans == 1;
+				($doc, $duration) = ($plans[0]{doc}, $plans[0]{duration});
+			}
+			my $t = $doc->{Plan}{'Actual Total Time'};
+			if (!defined $best_dev || abs($t - 200) < $best_dev)
+			{
+				($best_dev, $best_t) = (abs($t - 200), $t);
+			}
+			# auto_explain's duration is measured with the system clock
+			# and contains the node's time
+			if ($t <= $duration + 0.001
+				&& (!defined $best_gap || $duration - $t < $best_gap))
+			{
+				($best_gap, $gap_t, $gap_d) = ($duration - $t, $t, $duration);
+			}
+			last if $best_dev <= 4 && defined $best_gap && $best_gap < 0.5;
+		}
+		ok($best_dev <= 4,
+			"$order sleep: $best_t ms within 2% of 200 ms (best of 3)");
+		ok(defined $best_gap && $best_gap < 0.5,
+			"$order sleep: node time within 0.5 ms of the query's time, not above it (best of 3: "
+			  . (defined $best_gap ? "$gap_t ms in $gap_d ms" : 'node above query every time') . ")");
 	}
 
 	check_query("$order nested loop",

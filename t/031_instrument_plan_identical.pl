@@ -23,6 +23,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('plan_identical');
 $node->init;
@@ -49,6 +52,7 @@ $node->safe_psql(
 
 # the SQL functions are only needed to ask whether the TSC is usable
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 my $tsc = $node->safe_psql('postgres',
 	q{SELECT CASE WHEN available THEN 'tsc' ELSE 'system' END FROM timing_source_tsc()}
 );

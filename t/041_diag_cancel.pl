@@ -10,6 +10,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 use Time::HiRes qw(time);
 
 my $node = PostgreSQL::Test::Cluster->new('diag_cancel');
@@ -17,6 +20,7 @@ $node->init;
 $node->append_conf('postgresql.conf', "shared_preload_libraries = 'timing_source'\n");
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 
 my @calls = (q{timing_source_histogram('system', 60)}, q{timing_source_test(60)});
 push @calls, q{timing_source_durations('rdtsc', 60)}

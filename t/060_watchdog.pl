@@ -17,6 +17,9 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('watchdog');
 
@@ -42,6 +45,7 @@ jit = off
 });
 $node->start;
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 my ($tsc, $khz) = split /\|/, $node->safe_psql('postgres',
 	'SELECT available, coalesce(frequency_khz, 0) FROM timing_source_tsc()');
 $tsc = $tsc eq 't';

@@ -15,6 +15,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 use Cwd;
 use Time::HiRes qw(usleep time);
 
@@ -55,6 +58,7 @@ max_parallel_workers_per_gather = 0
 	$node->start;
 }
 $node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
 my $tsc = $node->safe_psql('postgres', 'SELECT available FROM timing_source_tsc()') eq 't';
 note $tsc ? 'TSC usable' : 'TSC unusable on this server';
 

@@ -11,6 +11,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('on_demand');
 $node->init;
@@ -129,6 +132,7 @@ $out = $node->safe_psql('postgres', q{SELECT pg_backend_pid(); SELECT available 
 ($pid) = $out =~ /^(\d+)$/m;
 ($detect) = log_since($offset);
 is_deeply([ keys %$detect ], [$pid], 'the first function call of a session detects');
+expect_tsc_state($node);
 
 $node->stop;
 done_testing();

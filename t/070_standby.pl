@@ -9,6 +9,9 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $primary = PostgreSQL::Test::Cluster->new('primary');
 $primary->init(allows_streaming => 1);
@@ -21,6 +24,7 @@ $primary->safe_psql('postgres', q{
 	CREATE EXTENSION timing_source;
 	CREATE TABLE t AS SELECT g FROM generate_series(1, 10000) g;
 });
+expect_tsc_state($primary);
 $primary->backup('bk');
 
 my $standby = PostgreSQL::Test::Cluster->new('standby');

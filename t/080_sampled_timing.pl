@@ -17,6 +17,9 @@ use JSON::PP;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('sampled');
 
@@ -49,6 +52,7 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE t AS SELECT g FROM generate_series(1, 200000) g;
 	VACUUM ANALYZE t;
 });
+expect_tsc_state($node);
 my $tsc = $node->safe_psql('postgres', 'SELECT available FROM timing_source_tsc()') eq 't';
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
 note $tsc ? 'TSC usable' : 'TSC unusable on this server';
@@ -145,7 +149,7 @@ my $text1 = $node->safe_psql('postgres',
 unlike($text1, qr/Timing: sampled/, 'exact timing: no sampling line');
 if ($major >= 18 && $tsc)
 {
-	like($text, qr/^Aggregate \(actual time=.*\n  Timing: sampled, 1 in 64 calls$/m,
+	like($text, qr/^Aggregate \(actual time=.*\n(?:  [A-Z].*\n)*  Timing: sampled, 1 in 64 calls$/m,
 		'18: EXPLAIN says the times are sampled, on the top node');
 	my $off = $node->safe_psql('postgres',
 		"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $cq");

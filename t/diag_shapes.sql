@@ -125,9 +125,15 @@ SELECT CASE WHEN (SELECT rdtscp FROM tsc)
          WHERE iterations > 0 AND elapsed_us > 0
            AND (NOT converged OR frequency_khz BETWEEN 100000 AND 20000000)), 3::bigint,
        'calibrate: iterations and time positive, converged frequencies plausible'),
-    ok((SELECT bool_and(abs(ppm_vs_in_use) < 100000) FROM timing_source_calibrate(3)
-         WHERE converged AND (SELECT available FROM tsc)) IS NOT FALSE,
-       'calibrate: where the TSC is usable, calibration agrees with the frequency in use within 10%'),
+    -- a usable TSC passed a converged calibration at start-up, so at least
+    -- one of three runs converges; every converged one must agree
+    CASE WHEN (SELECT available FROM tsc)
+      THEN ok((SELECT count(*) FILTER (WHERE converged) >= 1
+                      AND coalesce(bool_and(abs(ppm_vs_in_use) < 100000) FILTER (WHERE converged), false)
+                 FROM timing_source_calibrate(3)),
+              'calibrate: where the TSC is usable, a run converges and every converged run agrees with the frequency in use within 10%')
+      ELSE skip('the TSC is not usable here: no frequency in use to compare calibration with', 1)
+    END,
     ok((SELECT bool_and((ppm_vs_in_use IS NULL) = (frequency_khz IS NULL OR (SELECT frequency_khz IS NULL FROM tsc)))
           FROM timing_source_calibrate(3)),
        'calibrate: ppm_vs_in_use is NULL exactly when a frequency is missing'))

@@ -1,0 +1,422 @@
+/*-------------------------------------------------------------------------
+ *
+ * compare.c
+ *	  timing_source_compare(query, runs): runs a user's query plain, under
+ *	  EXPLAIN (ANALYZE, TIMING OFF), and under EXPLAIN ANALYZE with the
+ *	  system and the TSC clock sources, interleaved, each execution in a
+ *	  subtransaction that is always rolled back, and reports the medians,
+ *	  their ratios and the cost of one clock read.
+ *
+ * It checks that the query is one plain statement, runs it through SPI,
+ * and reads the rows through the timed nodes from EXPLAIN's JSON.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "tcop/cmdtag.h"
+#include "tcop/dest.h"
+#include "tcop/tcopprot.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/jsonb.h"
+#include "utils/resowner.h"
+#include "utils/tuplestore.h"
+
+#include "timing_source.h"
+
+PG_FUNCTION_INFO_V1(timing_source_compare);
+
+#define TS_MAX_COMPARE_RUNS	100
+
+typedef enum CompareMode
+{
+	MODE_PLAIN,
+	MODE_OFF,
+	MODE_SYSTEM,
+	MODE_TSC,
+	NUM_MODES
+} CompareMode;
+
+static const char *const compare_mode_names[] = {"plain", "timing off", "system", "tsc"};
+
+/*
+ * The query must be exactly one statement that EXPLAIN ANALYZE can run
+ * and whose plan has nodes to time.  Syntax errors are the parser's own.
+ */
+/*
+ * Report a syntax error in the query at its position in the query, not in
+ * the statement that called timing_source_compare().
+ */
+static void
+compare_parse_error_callback(void *arg)
+{
+	int			pos = geterrposition();
+
+	if (pos > 0)
+	{
+		errposition(0);
+		internalerrposition(pos);
+		internalerrquery((const char *) arg);
+	}
+}
+
+static void
+check_compare_query(const char *query)
+{
+	ErrorContextCallback errcallback;
+	List	   *stmts;
+	Node	   *stmt;
+	const char *tag;
+
+	errcallback.callback = compare_parse_error_callback;
+	errcallback.arg = unconstify(char *, query);
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+	stmts = pg_parse_query(query);
+	error_context_stack = errcallback.previous;
+
+	if (list_length(stmts) != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("query must contain exactly one statement"),
+				 list_length(stmts) == 0 ?
+				 errdetail("The query is empty.") :
+				 errdetail("The query contains %d statements.",
+						   list_length(stmts))));
+
+	stmt = linitial_node(RawStmt, stmts)->stmt;
+	tag = GetCommandTagName(CreateCommandTag(stmt));
+	switch (nodeTag(stmt))
+	{
+		case T_SelectStmt:
+			if (((SelectStmt *) stmt)->intoClause == NULL)
+				return;
+			tag = "SELECT INTO";
+			break;
+		case T_InsertStmt:
+		case T_UpdateStmt:
+		case T_DeleteStmt:
+		case T_MergeStmt:
+			return;
+		default:
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot compare timing of utility statement %s", tag),
+			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
+}
+
+/*
+ * Sum of "Actual Rows" x "Actual Loops" over all plan nodes of an EXPLAIN
+ * (FORMAT JSON) output: the rows that passed through timed nodes.
+ */
+static double
+explain_json_rows(const char *json)
+{
+	Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														CStringGetDatum(json)));
+	JsonbIterator *it = JsonbIteratorInit(&jb->root);
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	typedef struct
+	{
+		double		rows;
+		double		loops;
+		bool		have_rows;
+		bool		have_loops;
+	}			Frame;
+	Frame	   *stack;
+	int			depth = 0,
+				maxdepth = 16;
+	enum
+	{
+		KEY_OTHER, KEY_ROWS, KEY_LOOPS
+	}			key = KEY_OTHER;
+	double		total = 0;
+
+	stack = palloc(sizeof(Frame) * maxdepth);
+	while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+	{
+		switch (tok)
+		{
+			case WJB_BEGIN_OBJECT:
+				if (++depth >= maxdepth)
+				{
+					maxdepth *= 2;
+					stack = repalloc(stack, sizeof(Frame) * maxdepth);
+				}
+				memset(&stack[depth], 0, sizeof(Frame));
+				key = KEY_OTHER;
+				break;
+			case WJB_END_OBJECT:
+				if (stack[depth].have_rows && stack[depth].have_loops)
+					total += stack[depth].rows * stack[depth].loops;
+				depth--;
+				break;
+			case WJB_KEY:
+				if (v.val.string.len == 11 &&
+					strncmp(v.val.string.val, "Actual Rows", 11) == 0)
+					key = KEY_ROWS;
+				else if (v.val.string.len == 12 &&
+						 strncmp(v.val.string.val, "Actual Loops", 12) == 0)
+					key = KEY_LOOPS;
+				else
+					key = KEY_OTHER;
+				break;
+			case WJB_VALUE:
+				if (key != KEY_OTHER && v.type == jbvNumeric && depth > 0)
+				{
+					double		d = DatumGetFloat8(DirectFunctionCall1(numeric_float8,
+																	   NumericGetDatum(v.val.numeric)));
+
+					if (key == KEY_ROWS)
+					{
+						stack[depth].rows = d;
+						stack[depth].have_rows = true;
+					}
+					else
+					{
+						stack[depth].loops = d;
+						stack[depth].have_loops = true;
+					}
+				}
+				key = KEY_OTHER;
+				break;
+			default:
+				key = KEY_OTHER;
+				break;
+		}
+	}
+	pfree(stack);
+	return total;
+}
+
+/*
+ * Run sql once inside a subtransaction that is always rolled back, and
+ * return its wall time in ms.  When rows is not NULL, the statement is an
+ * EXPLAIN (FORMAT JSON) and *rows receives the rows through its nodes;
+ * otherwise the results are discarded as they are produced.
+ *
+ * Errors roll back the subtransaction and are re-thrown as they came, as
+ * PL/pgSQL's exception blocks do, so that an enclosing subtransaction of
+ * the caller stays intact.
+ */
+static double
+run_in_subxact(const char *sql, double *rows)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	double		ms = 0;
+
+	BeginInternalSubTransaction(NULL);
+	/* stay in the caller's context, not the subtransaction's */
+	MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		SPIExecuteOptions options;
+		uint64		t0,
+					t1;
+		int			rc;
+
+		memset(&options, 0, sizeof(options));
+		options.read_only = false;
+		options.tcount = 0;
+		if (rows == NULL)
+			options.dest = None_Receiver;
+
+		t0 = tsclock_system_ns();
+		rc = SPI_execute_extended(sql, &options);
+		t1 = tsclock_system_ns();
+		if (rc < 0)
+			elog(ERROR, "SPI_execute_extended failed: %s",
+				 SPI_result_code_string(rc));
+		ms = (double) (t1 - t0) / 1e6;
+
+		if (rows != NULL)
+		{
+			char	   *json;
+
+			if (SPI_tuptable == NULL || SPI_processed != 1)
+				elog(ERROR, "unexpected EXPLAIN output");
+			json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+			*rows = explain_json_rows(json);
+		}
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	return ms;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double		x = *(const double *) a;
+	double		y = *(const double *) b;
+
+	return (x > y) - (x < y);
+}
+
+static double
+median_of(double *v, int n)
+{
+	qsort(v, n, sizeof(double), cmp_double);
+	if (n % 2 == 1)
+		return v[n / 2];
+	return (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+Datum
+timing_source_compare(PG_FUNCTION_ARGS)
+{
+	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int			runs = ts_check_runs(PG_GETARG_INT32(1), TS_MAX_COMPARE_RUNS);
+	ReturnSetInfo *rsinfo;
+	const char *sql[NUM_MODES];
+	const char *options[NUM_MODES];
+	double	   *times[NUM_MODES];
+	double		med[NUM_MODES];
+	double		rows = -1;
+	int			nmodes;
+	int			nestlevel;
+	GucContext	context = superuser() ? PGC_SUSET : PGC_USERSET;
+
+	check_compare_query(query);
+
+	/*
+	 * On 19+ the modes are set through core's timing_clock_source, which
+	 * only superusers (or roles granted SET on it) may change, and whose
+	 * TSC is core's: say so up front instead of failing half-way.
+	 */
+	if (ts_core_owns_setting &&
+		pg_parameter_aclcheck("timing_clock_source", GetUserId(),
+							  ACL_SET) != ACLCHECK_OK &&
+		!superuser())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to set parameter \"%s\"",
+						"timing_clock_source"),
+				 errdetail("timing_source_compare() runs the query with each clock source in turn."),
+				 errhint("Run it as a superuser, or GRANT SET ON PARAMETER timing_clock_source to the role.")));
+
+	ts_ensure_detected();
+	if (ts_core_owns_setting)
+		nmodes = ts_core_tsc_khz() > 0 ? NUM_MODES : NUM_MODES - 1;
+	else
+		nmodes = tsclock_info.usable ? NUM_MODES : NUM_MODES - 1;
+
+	InitMaterializedSRF(fcinfo, 0);
+	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	/*
+	 * Each mode runs what a user of this major gets by default: no BUFFERS
+	 * option, so buffer usage is measured from 18 on, as EXPLAIN ANALYZE
+	 * does there; explain_options says what that was.
+	 */
+	sql[MODE_PLAIN] = query;
+	sql[MODE_OFF] = psprintf("EXPLAIN (ANALYZE, TIMING OFF, FORMAT JSON)\n%s", query);
+	sql[MODE_SYSTEM] = psprintf("EXPLAIN (ANALYZE, FORMAT JSON)\n%s", query);
+	sql[MODE_TSC] = sql[MODE_SYSTEM];
+	options[MODE_PLAIN] = NULL;
+	options[MODE_OFF] = "ANALYZE, TIMING OFF; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
+	options[MODE_SYSTEM] = "ANALYZE; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
+	options[MODE_TSC] = ts_sample_every > 1 && !ts_core_owns_setting ?
+		psprintf("%s; timing_source.sample_every = %d", options[MODE_SYSTEM], ts_sample_every) :
+		options[MODE_SYSTEM];
+	for (int m = 0; m < nmodes; m++)
+		times[m] = palloc(sizeof(double) * runs);
+
+	/*
+	 * Settings made here are saved at our own GUC nest level and restored
+	 * by AtEOXact_GUC below; on error, the abort of the enclosing
+	 * (sub)transaction restores them, as for a function's SET clause.
+	 */
+	nestlevel = NewGUCNestLevel();
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	/* interleave the modes, rotating the order on each repetition */
+	for (int r = 0; r < runs; r++)
+	{
+		for (int j = 0; j < nmodes; j++)
+		{
+			CompareMode m = (CompareMode) ((j + r) % nmodes);
+
+			if (m == MODE_SYSTEM || m == MODE_TSC)
+				(void) set_config_option("timing_clock_source",
+										 m == MODE_TSC ? "tsc" : "system",
+										 context, PGC_S_SESSION,
+										 GUC_ACTION_SAVE, true, 0, false);
+			times[m][r] = run_in_subxact(sql[m],
+										 (m == MODE_OFF && rows < 0) ? &rows : NULL);
+		}
+	}
+
+	SPI_finish();
+	AtEOXact_GUC(true, nestlevel);
+
+	for (int m = 0; m < nmodes; m++)
+		med[m] = median_of(times[m], runs);
+
+	for (int m = 0; m < nmodes; m++)
+	{
+		/* 1.0's definition has the first six columns only */
+		Datum		values[7];
+		bool		nulls[7] = {false, false, false, false, false, false, false};
+
+		values[0] = CStringGetTextDatum(compare_mode_names[m]);
+		values[1] = Int32GetDatum(runs);
+		values[2] = Float8GetDatum(times[m][0]);	/* sorted by median_of */
+		values[3] = Float8GetDatum(med[m]);
+		if (med[MODE_OFF] > 0)
+			values[4] = Float8GetDatum(med[m] / med[MODE_OFF]);
+		else
+			nulls[4] = true;
+
+		/*
+		 * Per row through timed nodes, per clock read (two per row), as the
+		 * benchmark computes it.
+		 */
+		if ((m == MODE_SYSTEM || m == MODE_TSC) && rows > 0)
+			values[5] = Float8GetDatum((med[m] - med[MODE_OFF]) * 1e6 /
+									   (2.0 * rows));
+		else
+			nulls[5] = true;
+		if (options[m] != NULL)
+			values[6] = CStringGetTextDatum(options[m]);
+		else
+			nulls[6] = true;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+
+	return (Datum) 0;
+}

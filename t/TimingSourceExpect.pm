@@ -1,0 +1,34 @@
+# t/TimingSourceExpect.pm -- the TSC state a run of the Perl TAP tests
+# expects its servers to see.
+#
+# scripts/test.sh sets TS_EXPECT_TSC for every prove run: "available" for
+# the run on a host whose TSC is usable, and the exact reason_unusable text
+# otherwise -- for the run with TIMING_SOURCE_DISABLE_TSC=1, the
+# environment variable's reason.  A test calls expect_tsc_state($node) on
+# the server it is about to use, so that a run meant to cover the fallback
+# cannot silently exercise the TSC (or the other way round), for example if
+# the environment variable stopped reaching the servers.  Unset (a test run
+# by hand), there is nothing to compare with and no test is added.
+package TimingSourceExpect;
+
+use strict;
+use warnings;
+use Exporter 'import';
+use Test::More;
+
+our @EXPORT = qw(expect_tsc_state);
+
+# expect_tsc_state(NODE [, DBNAME]): the extension must exist in DBNAME
+sub expect_tsc_state
+{
+	my ($node, $dbname) = @_;
+	my $want = $ENV{TS_EXPECT_TSC};
+	return unless defined $want && $want ne '';
+	my $got = $node->safe_psql($dbname // 'postgres',
+		q{SELECT CASE WHEN available THEN 'available' ELSE coalesce(reason_unusable, '(no reason)') END
+		    FROM timing_source_tsc()});
+	is($got, $want, 'the server sees the TSC state this run expects: '
+		  . ($want eq 'available' ? 'usable' : 'unusable'));
+}
+
+1;
