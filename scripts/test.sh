@@ -82,6 +82,11 @@ declare -A suite_min=(
 	[regress_nox86]=10
 	[pgtap_nox86]=51
 )
+# PostgreSQL 19 (core owns timing_clock_source): pg_regress's tests minus
+# the three that state their skip there; the Perl tests minus the six
+# stated skips; no pgTAP package, no fallback runs (see below)
+suite_min[regress@19]=9
+suite_min[taptests@19]=67
 
 # suite_minimum NAME: the minimum for this suite on this major and host
 suite_minimum() {
