@@ -13,8 +13,8 @@
 #
 # Majors: 15 (Debian 12 bookworm; the host's own major, whose root serves as
 # a clean root for installing the Debian package), 17 (Debian 13 trixie), 18
-# (Debian forky), 19 (Debian sid with experimental; no pgTAP package, for
-# ad-hoc checks only).  The roots come from the Debian mirror the host's apt
+# (Debian forky), 19 (Debian sid, PostgreSQL from experimental; no pgTAP
+# package).  The roots come from the Debian mirror the host's apt
 # is configured with (its own release's entry); there is no built-in one.
 #
 # Cached roots live under $TS_MAJORS_CACHE (default /var/cache/timing_source),

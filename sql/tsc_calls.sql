@@ -8,6 +8,11 @@
 -- tsc_calls.out is for a host where the TSC is usable, tsc_calls_1.out
 -- for one where it is not (no call is ever counted there).
 --
+-- PostgreSQL 19 and later time plan nodes in core (with core's TSC under
+-- "auto" where core trusts it) and the extension installs no executor
+-- hook, so no call may be counted, whatever clock core uses
+-- (tsc_calls_2.out).
+SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting;
 CREATE TABLE ts_calls AS SELECT g AS id FROM generate_series(1, 10000) g;
 VACUUM ANALYZE ts_calls;
 SET max_parallel_workers_per_gather = 0;

@@ -43,6 +43,18 @@ SELECT count(*) > 0 AS ok FROM timing_source_histogram('system', 0.01);
 SELECT count(*) > 0 AS ok FROM timing_source_durations('system', 0.01);
 SELECT count(*) > 0 AS ok FROM timing_source_test(0.01);
 SELECT count(*) > 0 AS ok FROM timing_source_report(0.01);
+-- compare switches timing_clock_source, which on PostgreSQL 19 and later
+-- is core's and superuser-only: there the role is refused, with a hint,
+-- until it is granted SET on the parameter (tsdiag_privileges_1.out)
+RESET ROLE;
+SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
+\if :core_owns_setting
+SET ROLE regress_ts_monitor;
+SELECT count(*) > 0 AS ok FROM timing_source_compare('SELECT 1', 1);
+RESET ROLE;
+GRANT SET ON PARAMETER timing_clock_source TO regress_ts_monitor;
+\endif
+SET ROLE regress_ts_monitor;
 SELECT count(*) > 0 AS ok FROM timing_source_compare('SELECT 1', 1);
 -- calibrate: allowed.  A host without RDTSCP (or a build without the
 -- TSC) refuses calibration itself, after the privilege check; that one
@@ -65,5 +77,8 @@ $$;
 SELECT count(*) FROM timing_source_histogram('hpet', 0.01);
 RESET ROLE;
 
+\if :core_owns_setting
+REVOKE SET ON PARAMETER timing_clock_source FROM regress_ts_monitor;
+\endif
 DROP ROLE regress_ts_nobody;
 DROP ROLE regress_ts_monitor;

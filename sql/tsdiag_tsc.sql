@@ -43,3 +43,16 @@ BEGIN
     END;
 END
 $$;
+
+-- PostgreSQL 19 and later: core times the plan nodes with its own TSC
+-- frequency; the report names it, and it agrees with the frequency
+-- detected here within the 10% cross-check (tsdiag_tsc_2.out)
+SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
+\if :core_owns_setting
+SELECT count(*) AS core_frequency_lines,
+       bool_and(abs(m.khz::float8 / t.frequency_khz - 1) <= 0.10) AS core_frequency_agrees
+  FROM timing_source_report(0.01) AS line,
+       LATERAL (SELECT (regexp_match(line, '^PostgreSQL''s own TSC frequency \(EXPLAIN uses it\): ([0-9]+) kHz, from .+$'))[1]::bigint AS khz) m,
+       timing_source_tsc() t
+ WHERE m.khz IS NOT NULL;
+\endif

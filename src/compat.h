@@ -42,7 +42,7 @@
  * GetConfigOption() returns "auto" and only SHOW adds "(tsc)".
  * ts_core_tsc_khz(): core's TSC frequency in kHz (19+; 0 when core found
  * the TSC unusable, -1 before core initialized timing, and -1 always on
- * earlier majors).
+ * earlier majors); ts_core_tsc_source(): how core found it.
  */
 #if PG_VERSION_NUM >= 190000
 #include "portability/instr_time.h"
@@ -58,6 +58,19 @@ ts_core_tsc_khz(void)
 {
 	return (int64) timing_tsc_frequency_khz;
 }
+
+/* how core found its TSC frequency (x86-64 builds of 19+), else NULL */
+static inline const char *
+ts_core_tsc_source(void)
+{
+#if PG_INSTR_TSC_CLOCK
+	const TscClockSourceInfo *info = pg_timing_tsc_clock_source_info();
+
+	return info != NULL ? info->frequency_source : NULL;
+#else
+	return NULL;
+#endif
+}
 #else
 static inline bool
 ts_core_uses_tsc(void)
@@ -69,6 +82,12 @@ static inline int64
 ts_core_tsc_khz(void)
 {
 	return -1;
+}
+
+static inline const char *
+ts_core_tsc_source(void)
+{
+	return NULL;
 }
 #endif
 

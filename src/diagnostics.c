@@ -798,5 +798,22 @@ timing_source_report(PG_FUNCTION_ARGS)
 	if (setting)
 		report_line(&rs, "timing_clock_source in this session: %s", setting);
 
+	/*
+	 * On 19+ core times the plan nodes with its own TSC frequency, which
+	 * may differ from the one detected here: say which one EXPLAIN uses.
+	 */
+	if (ts_core_owns_setting)
+	{
+		int64		core_khz = ts_core_tsc_khz();
+		const char *core_source = ts_core_tsc_source();
+
+		if (core_khz > 0)
+			report_line(&rs, "PostgreSQL's own TSC frequency (EXPLAIN uses it): %lld kHz, from %s",
+						(long long) core_khz,
+						core_source && core_source[0] ? core_source : "(unknown)");
+		else
+			report_line(&rs, "PostgreSQL's own TSC: not usable, EXPLAIN times with the system clock");
+	}
+
 	return (Datum) 0;
 }

@@ -44,7 +44,20 @@ my $tsc = $node->safe_psql('postgres',
 	'SELECT available FROM timing_source_tsc()') eq 't';
 note $tsc ? 'TSC usable' : 'TSC unusable on this host';
 
-if ($tsc)
+# PostgreSQL 19 and later: core owns timing_clock_source (settable in
+# postgresql.conf there) and times every node itself; the plans must be as
+# sane with the library loaded, and none of its wrappers may run.
+# the major as a number: a release candidate's pg_version ("19rc1")
+# orders below 19 in PostgreSQL::Version
+my ($pg_major) = ("" . $node->pg_version) =~ /^(\d+)/;
+my $core_owns = $pg_major >= 19;
+if ($core_owns)
+{
+	$node->append_conf('postgresql.conf', "timing_clock_source = 'tsc'");
+	$node->reload;
+	note 'core times with: ' . $node->safe_psql('postgres', 'SHOW timing_clock_source');
+}
+elsif ($tsc)
 {
 	$node->append_conf('postgresql.conf',
 		"timing_source.clock_source = 'tsc'");
@@ -157,7 +170,11 @@ sub check_query
 
 	my $expect_nodes = count_nodes($doc->{Plan}, 0);
 	my @bound = $log =~ /client backend DEBUG:  timing_source: (\d+) plan nodes timed with the TSC/g;
-	if ($tsc)
+	if ($core_owns)
+	{
+		is_deeply(\@bound, [], "$label: 19+: core times the nodes, the extension binds none");
+	}
+	elsif ($tsc)
 	{
 		is_deeply(\@bound, [$expect_nodes], "$label: TSC path bound $expect_nodes nodes");
 	}
@@ -165,7 +182,14 @@ sub check_query
 	{
 		is_deeply(\@bound, [], "$label: system clock, no node bound");
 	}
-	if ($opt{parallel} && $tsc)
+	if ($opt{parallel} && $core_owns)
+	{
+		my $launched = $doc->{Plan}{Plans}[0]{'Workers Launched'} // 0;
+		my @worker = $log =~ /parallel worker DEBUG:  timing_source: (\d+) plan nodes timed/g;
+		ok($launched > 0, "$label: $launched workers launched");
+		is_deeply(\@worker, [], "$label: 19+: no worker runs the extension's wrappers");
+	}
+	elsif ($opt{parallel} && $tsc)
 	{
 		my $launched = $doc->{Plan}{Plans}[0]{'Workers Launched'} // 0;
 		my $below = count_nodes($doc->{Plan}, 1);
