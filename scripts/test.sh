@@ -87,10 +87,6 @@ declare -A suite_min=(
 	[fallback_nox86]=3
 	[regress_nox86]=12
 	[pgtap_nox86]=51
-	[symbols]=2
-	[pgxn]=18
-	[pgxn_dist]=6
-	[deb]=20
 )
 # PostgreSQL 19 (core owns timing_clock_source): pg_regress's tests minus
 # the three that state their skip there; the Perl tests minus the six
