@@ -144,9 +144,10 @@ SELECT is((SELECT count(*) FROM r WHERE line = 'Observed timing durations up to 
           (SELECT count(*) FROM srcs), 'report: one exact-duration block per available source');
 SELECT is((SELECT count(*) FROM r WHERE line = 'System clock source: clock_gettime (CLOCK_MONOTONIC)'),
           1::bigint, 'report: system section');
-SELECT is((SELECT count(*) FROM r WHERE line IN ('Clock source: RDTSCP', 'Fast clock source: RDTSC')),
+SELECT is((SELECT count(*) FROM r WHERE line IN ('Clock source: RDTSCP', 'Fast clock source: RDTSC',
+                                                  'Clock source: ISB + CNTVCT_EL0', 'Fast clock source: CNTVCT_EL0')),
           CASE WHEN (SELECT available FROM tsc) THEN 2::bigint ELSE 0 END,
-          'report: RDTSCP and RDTSC sections exactly where the TSC is usable');
+          'report: ordered and plain counter sections (RDTSCP and RDTSC; on arm64 ISB + CNTVCT_EL0 and CNTVCT_EL0) exactly where the TSC is usable');
 SELECT is((SELECT count(*) FROM r WHERE line ~ '^TSC frequency in use: [0-9]+ kHz$'),
           CASE WHEN (SELECT available FROM tsc) THEN 1::bigint ELSE 0 END,
           'report: frequency in use exactly where the TSC is usable');
