@@ -7,7 +7,7 @@
 \pset pager off
 
 BEGIN;
-SELECT plan(48);
+SELECT plan(50);
 
 CREATE TEMP TABLE tsc AS SELECT * FROM timing_source_tsc();
 CREATE TEMP TABLE srcs AS
@@ -156,7 +156,7 @@ SELECT is((SELECT line FROM r WHERE line LIKE 'TSC frequency in use:%'),
                THEN 'TSC frequency in use: ' || (SELECT frequency_khz FROM tsc) || ' kHz' END,
           'report: the frequency in use is the one timing_source_tsc() reports');
 SELECT is((SELECT line FROM r WHERE line LIKE 'TSC frequency source:%'),
-          CASE WHEN (SELECT rdtscp IS NOT NULL FROM tsc)  -- an x86-64 build
+          CASE WHEN (SELECT invariant IS NOT NULL FROM tsc)  -- a build with a counter (x86-64, arm64)
                THEN 'TSC frequency source: ' || (SELECT frequency_source FROM tsc) END,
           'report: the frequency source is the one timing_source_tsc() reports');
 SELECT is((SELECT line FROM r WHERE line LIKE 'TSC clock source is not usable:%'),
@@ -206,6 +206,19 @@ SELECT CASE WHEN (SELECT available FROM tsc)
     is(pg_temp.tsc_error('rdtscp'),
        'clock source "rdtscp" is not available on this system / ' || (SELECT reason_unusable FROM tsc),
        'rdtscp: refused with the reason timing_source_tsc() gives'))
+  END;
+
+-- arm64: the instructions' own names for the two counter reads; elsewhere
+-- they are not sources at all
+SELECT CASE WHEN (SELECT frequency_source ~ '^arm64' FROM tsc)
+  THEN collect_tap(
+    is(pg_temp.tsc_error('cntvct'), pg_temp.tsc_error('rdtsc'), 'cntvct: the same as rdtsc on arm64'),
+    is(pg_temp.tsc_error('cntvct_isb'), pg_temp.tsc_error('rdtscp'), 'cntvct_isb: the same as rdtscp on arm64'))
+  ELSE collect_tap(
+    throws_ok($$SELECT * FROM timing_source_histogram('cntvct', 0.01)$$, '22023', NULL,
+              'cntvct: not a source off arm64'),
+    throws_ok($$SELECT * FROM timing_source_histogram('cntvct_isb', 0.01)$$, '22023', NULL,
+              'cntvct_isb: not a source off arm64'))
   END;
 
 SELECT * FROM finish();
