@@ -127,18 +127,23 @@ check_foreign_arch()
 # Under qemu-user the root's processes run on the host's x86-64 kernel,
 # whose clocksource ("tsc", "kvm-clock") says nothing about an arm64
 # counter, and which the arm64 rule would take as "the kernel does not use
-# the counter".  The run therefore shows the servers, through the test seam
-# TIMING_SOURCE_CLOCKSOURCE_FILE, what an arm64 Linux kernel that uses its
-# generic timer reports: arch_sys_counter.  (The other verdicts are checked
-# by the unit tests and by t/061, which sets the seam itself.)  Sets
-# INNER_CLOCKSOURCE to the file's path inside the root, or empty.
+# the counter".  The run therefore shows every process in the root what an
+# arm64 Linux kernel that uses its generic timer reports, arch_sys_counter,
+# by bind-mounting a file over sysfs's current_clocksource inside the run's
+# mount namespace (an environment variable would not reach the clusters
+# that pg_ctlcluster starts with a cleaned environment in the deb suite).
+# The other verdicts are checked by the unit tests and by t/061, which uses
+# the TIMING_SOURCE_CLOCKSOURCE_FILE seam.  Sets INNER_CLOCKSOURCE to the
+# file's host path, or empty; when set, the run also gets TS_EMULATED (the
+# few checks with a wall-clock slack widen it: everything is 10-50 times
+# slower under qemu-user).
 INNER_CLOCKSOURCE=
 emulated_clocksource()
 {
 	INNER_CLOCKSOURCE=
 	[ "$(major_arch "$1")" = arm64 ] && [ "$(uname -m)" != aarch64 ] || return 0
-	echo arch_sys_counter >"$RUNDIR/upper/build/arm64_current_clocksource"
-	INNER_CLOCKSOURCE=/build/arm64_current_clocksource
+	echo arch_sys_counter >"$RUNDIR/arm64_current_clocksource"
+	INNER_CLOCKSOURCE=$RUNDIR/arm64_current_clocksource
 }
 # ---- end arm64 ------------------------------------------------------------
 
@@ -333,6 +338,11 @@ inner_main()
 	# read-only /sys: the clock code reads the kernel's current_clocksource
 	inner_mount --bind /sys "$root/sys"
 	mount -o remount,bind,ro "$root/sys"
+	if [ -n "${TS_INNER_CLOCKSOURCE:-}" ]; then
+		# arm64 under qemu-user: see emulated_clocksource
+		inner_mount --bind "$TS_INNER_CLOCKSOURCE" \
+			"$root/sys/devices/system/clocksource/clocksource0/current_clocksource"
+	fi
 	if [ -n "${TS_INNER_SHARE:-}" ]; then
 		mkdir -p "$root/build/share"
 		inner_mount --bind "$TS_INNER_SHARE" "$root/build/share"
@@ -346,7 +356,7 @@ inner_main()
 		HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb \
 		DEBIAN_FRONTEND=noninteractive CI="${CI:-}" TS_IN_MAJORS_ROOT=1 \
 		${TS_INNER_SHARE:+TS_SHARE=/build/share} \
-		${TS_INNER_CLOCKSOURCE:+TIMING_SOURCE_CLOCKSOURCE_FILE=$TS_INNER_CLOCKSOURCE} \
+		${TS_INNER_CLOCKSOURCE:+TS_EMULATED=qemu-user} \
 		"$@"
 }
 

@@ -181,10 +181,19 @@ sub run_checks
 	if ($doc)
 	{
 		my $t = $doc->{Plan}{'Actual Total Time'};
-		ok($t >= 196 && $t <= 204, "$order sleep: $t ms within 2% of 200 ms");
-		# auto_explain's duration is measured with the system clock
-		ok($t <= $duration + 0.001 && $duration - $t < 0.5,
-			"$order sleep: node time $t ms within 0.5 ms of the query's $duration ms");
+		# Under an emulator (TS_EMULATED, set by scripts/majors.sh for the
+		# arm64 root under qemu-user) everything is 10-50 times slower with
+		# either clock, and the sleep itself overruns by several ms on a
+		# loaded host: the upper bounds widen there.  The node time is still
+		# checked against the system clock's duration just below.
+		my $hi = $ENV{TS_EMULATED} ? 220 : 204;
+		ok($t >= 196 && $t <= $hi, "$order sleep: $t ms within [196, $hi] ms of a 200 ms sleep");
+		# auto_explain's duration is measured with the system clock.  The
+		# gap is the executor's own work outside the plan nodes, about 0.1
+		# ms natively.
+		my $slack = $ENV{TS_EMULATED} ? 5 : 0.5;
+		ok($t <= $duration + 0.001 && $duration - $t < $slack,
+			"$order sleep: node time $t ms within $slack ms of the query's $duration ms");
 	}
 
 	check_query("$order nested loop",
