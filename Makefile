@@ -48,7 +48,24 @@ test/unit/test_tsclock_nox86: test/unit/test_tsclock.c src/tsclock.c src/tsclock
 unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86
 	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86
 
-EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86
+EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 \
+	test/unit/test_tsclock_arm64 test/unit/test_tsclock_arm64_nocounter
+
+# ---- the same unit tests cross-compiled for arm64, run under qemu-user ----
+#   make unittest-arm64     needs gcc-aarch64-linux-gnu and qemu-user(-static)
+ARM64_CC ?= aarch64-linux-gnu-gcc
+QEMU_AARCH64 ?= $(firstword $(shell command -v qemu-aarch64-static qemu-aarch64 2>/dev/null))
+
+test/unit/test_tsclock_arm64: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+	$(ARM64_CC) -static $(UNIT_CFLAGS) -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
+
+test/unit/test_tsclock_arm64_nocounter: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+	$(ARM64_CC) -static $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
+
+.PHONY: unittest-arm64
+unittest-arm64: test/unit/test_tsclock_arm64 test/unit/test_tsclock_arm64_nocounter
+	@test -n "$(QEMU_AARCH64)" || { echo "no qemu-aarch64-static or qemu-aarch64 (apt-get install qemu-user-static)" >&2; exit 1; }
+	prove -v --exec '$(QEMU_AARCH64)' test/unit/test_tsclock_arm64 test/unit/test_tsclock_arm64_nocounter
 
 # ---- PGXN release: timing_source-VERSION.zip from git archive of HEAD ----
 .PHONY: dist

@@ -79,15 +79,80 @@ major_suite()
 		17) echo trixie ;;
 		18) echo forky ;;
 		19) echo sid ;;
-		*) ts_die "unknown major '$1' (known: 15 17 18 19)" ;;
+		15-arm64) echo bookworm ;;
+		*) ts_die "unknown major '$1' (known: 15 17 18 19 15-arm64)" ;;
 	esac
 }
+
+# ---- arm64 (issue 10) -----------------------------------------------------
+# A major key "M-arm64" is PostgreSQL M in a root of Debian's arm64 packages,
+# run under qemu-user through binfmt_misc (qemu-user-static); the rest of
+# this script only asks major_pg for the PostgreSQL major and major_arch for
+# debootstrap's --arch.
+major_pg()
+{
+	echo "${1%%-*}"
+}
+
+major_arch()
+{
+	case "$1" in
+		*-arm64) echo arm64 ;;
+		*) echo "" ;;
+	esac
+}
+
+# A foreign root needs the kernel to run its binaries: binfmt_misc mounted,
+# and an enabled qemu-aarch64 entry whose interpreter is opened at
+# registration (flag F), so that it works inside the chroot.
+check_foreign_arch()
+{
+	local arch=$1 f=/proc/sys/fs/binfmt_misc/qemu-aarch64
+	[ -n "$arch" ] || return 0
+	[ "$arch" = arm64 ] || ts_die "unsupported architecture '$arch'"
+	[ "$(uname -m)" = aarch64 ] && return 0
+	if [ ! -e /proc/sys/fs/binfmt_misc/status ]; then
+		mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc 2>/dev/null ||
+			ts_die "binfmt_misc is not mounted and cannot be (mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc)"
+	fi
+	if [ ! -e "$f" ]; then
+		command -v update-binfmts >/dev/null &&
+			update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 || true
+	fi
+	[ -e "$f" ] || ts_die "no qemu-aarch64 entry in binfmt_misc (apt-get install qemu-user-static binfmt-support)"
+	grep -qx enabled "$f" || ts_die "the qemu-aarch64 binfmt_misc entry is disabled (update-binfmts --enable qemu-aarch64)"
+	grep -q '^flags:.*F' "$f" || ts_die "the qemu-aarch64 binfmt_misc entry lacks flag F, so it cannot work inside a chroot"
+}
+
+# Under qemu-user the root's processes run on the host's x86-64 kernel,
+# whose clocksource ("tsc", "kvm-clock") says nothing about an arm64
+# counter, and which the arm64 rule would take as "the kernel does not use
+# the counter".  The run therefore shows every process in the root what an
+# arm64 Linux kernel that uses its generic timer reports, arch_sys_counter,
+# by bind-mounting a file over sysfs's current_clocksource inside the run's
+# mount namespace (an environment variable would not reach the clusters
+# that pg_ctlcluster starts with a cleaned environment in the deb suite).
+# The other verdicts are checked by the unit tests and by t/061, which uses
+# the TIMING_SOURCE_CLOCKSOURCE_FILE seam.  Sets INNER_CLOCKSOURCE to the
+# file's host path, or empty; when set, the run also gets TS_EMULATED (the
+# few checks with a wall-clock slack widen it: everything is 10-50 times
+# slower under qemu-user).
+INNER_CLOCKSOURCE=
+emulated_clocksource()
+{
+	INNER_CLOCKSOURCE=
+	[ "$(major_arch "$1")" = arm64 ] && [ "$(uname -m)" != aarch64 ] || return 0
+	echo arch_sys_counter >"$RUNDIR/arm64_current_clocksource"
+	INNER_CLOCKSOURCE=$RUNDIR/arm64_current_clocksource
+}
+# ---- end arm64 ------------------------------------------------------------
 
 # what scripts/test.sh --local installs (lib.sh), so that its installed-or-not
 # check passes inside a root that has no apt lists
 major_packages()
 {
-	local m=$1 p
+	local m p
+	m=$(major_pg "$1")
 	p="$(ts_packages "$m") $(ts_deb_packages)"
 	# pgTAP is not packaged for 19 (experimental) yet
 	[ "$m" = 19 ] && p=$(echo " $p " | sed "s/ postgresql-$m-pgtap / /")
@@ -196,12 +261,12 @@ root_ok()
 	local m=$1 root=$2 p st
 	[ -f "$root/.timing_source-root" ] || return 1
 	[ "$(cat "$root/.timing_source-root")" = "$(root_key "$m")" ] || return 1
-	[ -x "$root/usr/lib/postgresql/$m/bin/pg_config" ] || return 1
+	[ -x "$root/usr/lib/postgresql/$(major_pg "$m")/bin/pg_config" ] || return 1
 	for p in $(major_packages "$m"); do
 		st=$(chroot "$root" dpkg-query -W -f '${db:Status-Abbrev}' "$p" 2>/dev/null) || return 1
 		[ "${st:0:2}" = "ii" ] || return 1
 	done
-	chroot "$root" "/usr/lib/postgresql/$m/bin/pg_config" --version >/dev/null 2>&1 || return 1
+	chroot "$root" "/usr/lib/postgresql/$(major_pg "$m")/bin/pg_config" --version >/dev/null 2>&1 || return 1
 }
 
 # ---------------------------------------------------------------------------
@@ -273,6 +338,11 @@ inner_main()
 	# read-only /sys: the clock code reads the kernel's current_clocksource
 	inner_mount --bind /sys "$root/sys"
 	mount -o remount,bind,ro "$root/sys"
+	if [ -n "${TS_INNER_CLOCKSOURCE:-}" ]; then
+		# arm64 under qemu-user: see emulated_clocksource
+		inner_mount --bind "$TS_INNER_CLOCKSOURCE" \
+			"$root/sys/devices/system/clocksource/clocksource0/current_clocksource"
+	fi
 	if [ -n "${TS_INNER_SHARE:-}" ]; then
 		mkdir -p "$root/build/share"
 		inner_mount --bind "$TS_INNER_SHARE" "$root/build/share"
@@ -286,6 +356,7 @@ inner_main()
 		HOME=/root LANG=C.UTF-8 LC_ALL=C.UTF-8 TERM=dumb \
 		DEBIAN_FRONTEND=noninteractive CI="${CI:-}" TS_IN_MAJORS_ROOT=1 \
 		${TS_INNER_SHARE:+TS_SHARE=/build/share} \
+		${TS_INNER_CLOCKSOURCE:+TS_EMULATED=qemu-user} \
 		"$@"
 }
 
@@ -336,8 +407,10 @@ EOF
 
 prepare_one()
 {
-	local m=$1 suite mirror root tmp script t0 t1 t2 lockfd
+	local m=$1 suite mirror root tmp script t0 t1 t2 lockfd arch
 	suite=$(major_suite "$m")
+	arch=$(major_arch "$m")
+	check_foreign_arch "$arch"
 	mirror=$(detect_mirror)
 	root=$(root_dir "$m")
 	mkdir -p "$CACHE/roots" "$CACHE/locks"
@@ -364,7 +437,7 @@ prepare_one()
 
 	ts_log "PostgreSQL $m: debootstrap --variant=minbase $suite from $mirror"
 	t0=$(now)
-	if ! debootstrap --variant=minbase "$suite" "$tmp" "$mirror" "$script" >"$CACHE/roots/pg$m.debootstrap.log" 2>&1; then
+	if ! debootstrap --variant=minbase ${arch:+--arch="$arch"} "$suite" "$tmp" "$mirror" "$script" >"$CACHE/roots/pg$m.debootstrap.log" 2>&1; then
 		tail -n 30 "$CACHE/roots/pg$m.debootstrap.log" >&2
 		rm -rf "$tmp"
 		ts_die "PostgreSQL $m: debootstrap failed (log: $CACHE/roots/pg$m.debootstrap.log)"
@@ -392,7 +465,7 @@ prepare_one()
 	# Drop roots of this major built with another key (an old package list
 	# etc.) once unused for a week: checkouts of other branches on this
 	# machine may still be using theirs.
-	for old in "$CACHE/roots/pg$m-"*; do
+	for old in "$CACHE/roots/pg$m-$suite-"*; do
 		[ -d "$old" ] && [ "$old" != "$root" ] || continue
 		if [ -f "$old/.timing_source-root" ]; then
 			[ -n "$(find "$old/.timing_source-root" -mtime +7)" ] && rm -rf "$old"
@@ -471,6 +544,7 @@ run_in_copy()
 	mkdir -p "$RUNDIR/upper/build/timing_source"
 	ts_source_tar | tar -xf - -C "$RUNDIR/upper/build/timing_source"
 	: >"$logfile"
+	emulated_clocksource "$m"
 
 	# Hold the major's lock shared for the whole run, so that nothing
 	# rebuilds or removes the root under it.  Between prepare_one and here
@@ -495,7 +569,8 @@ run_in_copy()
 	fi
 	# in the background, so that a signal interrupts the wait below
 	TS_INNER_SHARE=${TS_MAJORS_SHARE:+$(readlink -f "$TS_MAJORS_SHARE")} \
-		TS_INNER_NETNS=${netns:+1} TS_INNER_PATH="/usr/lib/postgresql/$m/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+		TS_INNER_CLOCKSOURCE=$INNER_CLOCKSOURCE \
+		TS_INNER_NETNS=${netns:+1} TS_INNER_PATH="/usr/lib/postgresql/$(major_pg "$m")/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
 		timeout --signal=TERM --kill-after=30 "$TEST_TIMEOUT" \
 		unshare --mount --pid --fork --kill-child --propagation private $netns \
 		-- bash "$SELF" __inner overlay "$RUNDIR/root" "$root" "$RUNDIR" -- \
@@ -520,7 +595,7 @@ test_one()
 	local m=$1 logfile t0 t1 rc summary verdict pgver
 	prepare_one "$m"
 	logfile=$(mktemp /tmp/timing_source-majors-pg$m.XXXXXX.log)
-	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$m/bin/pg_config" --version 2>/dev/null) || pgver="PostgreSQL $m"
+	pgver=$(chroot "$(root_dir "$m")" "/usr/lib/postgresql/$(major_pg "$m")/bin/pg_config" --version 2>/dev/null) || pgver="PostgreSQL $m"
 	ts_log "PostgreSQL $m: running 'bash scripts/test.sh $TEST_ARGS' in a fresh $(major_suite "$m") root ($pgver)"
 	t0=$(now)
 	rc=0
@@ -613,12 +688,12 @@ case "$cmd" in
 			rm -rf "$CACHE/roots"
 		else
 			for m in "$@"; do
-				rm -rf "$CACHE/roots/pg$m-"*
+				rm -rf "$CACHE/roots/pg$m-$(major_suite "$m")-"*
 			done
 		fi
 		;;
 	list)
-		for m in 15 17 18 19; do
+		for m in 15 17 18 19 15-arm64; do
 			echo "$m $(major_suite "$m"): $(major_packages "$m")"
 		done
 		;;

@@ -119,8 +119,15 @@ SELECT source, bool_and(scan_total <= agg_total) AS child_within_parent,
 	   bool_and(scan_total > 0) AS positive
 FROM runs GROUP BY source ORDER BY source;
 
--- share of the scan in the aggregate's time
-SELECT abs(t.share - s.share) <= 0.15 AS shares_agree
+-- share of the scan in the aggregate's time.  Under an emulator
+-- (TS_EMULATED, set by scripts/majors.sh for the arm64 root under
+-- qemu-user) the clocks' costs differ far more than natively (system 190
+-- ns, counter 47 ns per read; natively 26 and 15 ns), and the shares with
+-- them: 0.56 and 0.69 measured there, so the bound is 0.25
+\set emulated ''
+\getenv emulated TS_EMULATED
+SELECT abs(t.share - s.share) <= CASE WHEN :'emulated' = '' THEN 0.15 ELSE 0.25 END
+	AS shares_agree
 FROM (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY scan_total / agg_total) AS share
 	  FROM runs WHERE source = 'tsc') t,
 	 (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY scan_total / agg_total) AS share

@@ -11,12 +11,20 @@ SELECT a.name, a.type
 
 SELECT
     (reason_unusable IS NULL) = available AS reason_null_iff_available,
-    NOT available OR frequency_khz BETWEEN 100000 AND 20000000 AS frequency_plausible,
-    NOT available OR (rdtscp AND invariant) AS usable_needs_rdtscp_and_invariant,
-    frequency_source ~ '^(x86, (hypervisor \([^)]+\), )?(cpuid 0x(15|16|40000010)|calibration( \(cpuid 0x(15|16|40000010) reports [0-9]+ kHz, [+-][0-9]+ ppm off\))?|unknown)|none)$'
+    -- x86-64: 100 MHz to 20 GHz; arm64's generic timer: 1 MHz to 5 GHz
+    NOT available OR
+        CASE WHEN frequency_source ~ '^arm64' THEN frequency_khz BETWEEN 1000 AND 5000000
+             ELSE frequency_khz BETWEEN 100000 AND 20000000 END AS frequency_plausible,
+    -- RDTSCP is an x86 concept: NULL on arm64, whose counter is invariant
+    -- by architecture
+    NOT available OR (coalesce(rdtscp, frequency_source ~ '^arm64') AND invariant)
+        AS usable_needs_rdtscp_and_invariant,
+    (rdtscp IS NULL) = (tsc_adjust IS NULL) AND
+        (rdtscp IS NULL) = (frequency_source ~ '^(arm64|none)') AS x86_features_null_off_x86,
+    frequency_source ~ '^(x86, (hypervisor \([^)]+\), )?(cpuid 0x(15|16|40000010)|calibration( \(cpuid 0x(15|16|40000010) reports [0-9]+ kHz, [+-][0-9]+ ppm off\))?|unknown)|arm64, (cntfrq_el0|calibration( \(cntfrq_el0 reports [0-9]+ kHz, [+-][0-9]+ ppm off\))?|unknown)|none)$'
         AS source_well_formed,
     (frequency_source ~ 'calibration') <= (calibrated_khz IS NOT NULL) AS calibrated_source_has_value,
-    (calibration_ppm IS NOT NULL) = (frequency_source ~ 'cpuid' AND calibrated_khz IS NOT NULL)
+    (calibration_ppm IS NOT NULL) = (frequency_source ~ '(cpuid|cntfrq)' AND calibrated_khz IS NOT NULL)
         AS ppm_iff_cpuid_and_calibration,
     NOT available OR calibration_ppm IS NULL OR abs(calibration_ppm) <= 100000 AS crosscheck_holds,
     (frequency_source ~ 'calibration') <= coalesce(frequency_khz = calibrated_khz, false) AS calibrated_frequency_in_use,
@@ -29,7 +37,7 @@ SELECT
 -- margin), otherwise calibration is used and the source says by how much
 -- CPUID was off
 SELECT
-    NOT (available AND frequency_source ~ 'cpuid 0x[0-9a-f]+$')
+    NOT (available AND frequency_source ~ '(cpuid 0x[0-9a-f]+|cntfrq_el0)$')
         OR abs(calibration_ppm) <= 300 AS cpuid_in_use_is_confirmed,
     NOT (frequency_source ~ 'calibration \(')
         OR (abs(calibration_ppm) > 200
@@ -39,7 +47,8 @@ SELECT
 
 -- 1.1 columns: why auto declines, the watchdog's and the timed calls' counts
 SELECT
-    NOT available OR auto_reason IS NULL OR auto_reason ~ 'clocksource'
+    -- (arm64: or because the kernel traps every counter read)
+    NOT available OR auto_reason IS NULL OR auto_reason ~ '(clocksource|traps and emulates)'
         AS auto_declines_a_usable_tsc_only_for_the_os,
     available OR auto_reason = reason_unusable AS unusable_is_why_auto_declines,
     watchdog_checks >= 0 AND watchdog_failures BETWEEN 0 AND watchdog_checks AS watchdog_counts_sane,

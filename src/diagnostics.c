@@ -107,6 +107,13 @@ parse_source(text *arg)
 		src = DIAG_RDTSCP;
 	else if (pg_strcasecmp(name, "rdtsc") == 0)
 		src = DIAG_RDTSC;
+#ifdef TSCLOCK_ARM64
+	/* the arm64 instructions' names for the same two reads */
+	else if (pg_strcasecmp(name, "cntvct_isb") == 0)
+		src = DIAG_RDTSCP;
+	else if (pg_strcasecmp(name, "cntvct") == 0)
+		src = DIAG_RDTSC;
+#endif
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -171,9 +178,9 @@ read_counter(DiagSource source)
 {
 #ifdef TSCLOCK_HAVE_TSC
 	if (source == DIAG_RDTSCP)
-		return tsclock_rdtscp();
+		return tsclock_read_ordered();
 	if (source == DIAG_RDTSC)
-		return tsclock_rdtsc();
+		return tsclock_read_fast();
 #endif
 	return tsclock_system_ns();
 }
@@ -599,7 +606,8 @@ static void
 check_calibration_possible(void)
 {
 	ts_ensure_detected();
-	if (!tsclock_info.x86_64 || !tsclock_info.rdtscp)
+	if (!(tsclock_info.x86_64 && tsclock_info.rdtscp) &&
+		!(tsclock_info.arm64 && tsclock_info.el0_readable))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("TSC calibration is not available on this system"),
@@ -745,8 +753,13 @@ timing_source_report(PG_FUNCTION_ARGS)
 	{
 		TsCalibration cal;
 
+#ifdef TSCLOCK_ARM64
+		report_section(&rs, DIAG_RDTSCP, duration, "Clock source: ISB + CNTVCT_EL0");
+		report_section(&rs, DIAG_RDTSC, duration, "Fast clock source: CNTVCT_EL0");
+#else
 		report_section(&rs, DIAG_RDTSCP, duration, "Clock source: RDTSCP");
 		report_section(&rs, DIAG_RDTSC, duration, "Fast clock source: RDTSC");
+#endif
 
 		CHECK_FOR_INTERRUPTS();
 		tsclock_calibrate(&cal);
@@ -780,7 +793,7 @@ timing_source_report(PG_FUNCTION_ARGS)
 	else
 	{
 		report_line(&rs, "TSC clock source is not usable: %s", tsclock_info.reason);
-		if (tsclock_info.x86_64)
+		if (tsclock_info.x86_64 || tsclock_info.arm64)
 		{
 			report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
 			if (tsclock_info.khz > 0)

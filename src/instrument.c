@@ -153,7 +153,7 @@ ts_rng_seed(void)
 {
 	if (ts_rng_pid == MyProcPid && ts_rng_state != 0)
 		return;
-	ts_rng_state = tsclock_rdtsc() ^ ((uint64) MyProcPid << 32) ^
+	ts_rng_state = tsclock_read_fast() ^ ((uint64) MyProcPid << 32) ^
 		UINT64CONST(0x9E3779B97F4A7C15);
 	if (ts_rng_state == 0)
 		ts_rng_state = 1;
@@ -252,11 +252,11 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, bool full)
 		timed = false;
 
 	if (timed)
-		start = tsclock_rdtsc();
+		start = tsclock_read_fast();
 	result = node->ExecProcNodeReal(node);
 	if (timed)
 	{
-		int64		ticks = (int64) (tsclock_rdtsc() - start);
+		int64		ticks = (int64) (tsclock_read_fast() - start);
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
@@ -460,9 +460,9 @@ ts_watch_read(TsWatch *w)
 					t1,
 					ns;
 
-		t0 = tsclock_rdtscp();
+		t0 = tsclock_read_ordered();
 		ns = tsclock_system_ns();
-		t1 = tsclock_rdtscp();
+		t1 = tsclock_read_ordered();
 		if (t1 >= t0 && t1 - t0 < w->width)
 		{
 			w->width = t1 - t0;

@@ -275,7 +275,11 @@ assign_parallel_clock(const char *newval, void *extra)
 	tsclock_info.detected = true;
 	tsclock_info.khz = khz;
 #ifdef TSCLOCK_HAVE_TSC
+#ifdef TSCLOCK_ARM64
+	tsclock_info.arm64 = true;
+#else
 	tsclock_info.x86_64 = true;
+#endif
 	tsclock_info.usable = usable && khz > 0;
 	tsclock_info.auto_ok = tsclock_info.usable && auto_ok;
 #else
@@ -457,11 +461,16 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 	nulls[4] = !info->cal.converged;
 	values[5] = Float8GetDatum(info->calibration_ppm);
 	nulls[5] = !info->have_ppm;
-	/* CPU features are unknown, not absent, where the TSC is compiled out */
+	/*
+	 * CPU features are unknown, not absent, where the TSC is compiled out.
+	 * On arm64 the counter is invariant by architecture, and RDTSCP and
+	 * TSC_ADJUST are x86 concepts: NULL.
+	 */
 	values[6] = BoolGetDatum(info->invariant);
 	values[7] = BoolGetDatum(info->rdtscp);
 	values[8] = BoolGetDatum(info->tsc_adjust);
-	nulls[6] = nulls[7] = nulls[8] = !info->x86_64;
+	nulls[6] = !info->x86_64 && !info->arm64;
+	nulls[7] = nulls[8] = !info->x86_64;
 	values[9] = CStringGetTextDatum(info->hv_name);
 	nulls[9] = !info->hypervisor;
 	values[10] = CStringGetTextDatum(info->os_clocksource);

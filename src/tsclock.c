@@ -31,6 +31,43 @@
  * TSCLOCK_CAL_MAX_NS in any case.  A preempted read only produces a wide
  * bracket, which is never the tightest, so it cannot skew the result.
  *
+ * arm64.  The counter is the generic timer's virtual count, CNTVCT_EL0,
+ * read ordered (ISB first) for calibration and diagnostics and plain for
+ * per-node timing, like RDTSCP and RDTSC.  Its frequency register,
+ * CNTFRQ_EL0, is programmed by firmware, which some boards get wrong, so it
+ * plays the part of the CPUID frequency: the same policy, cross-check and
+ * bounds apply (within the arm64 frequency range, 1 MHz to 5 GHz).  Note
+ * that Linux itself takes the counter's rate from CNTFRQ_EL0 unless the
+ * device tree's "clock-frequency" overrides it, and CLOCK_MONOTONIC, which
+ * calibration measures against, is computed from the same counter: where
+ * the kernel and CNTFRQ_EL0 share a wrong value, calibration cannot see
+ * it (and the whole system's clock is then off).  The architecture
+ * requires one system counter for all CPUs, running at a constant rate, so
+ * there is nothing like the invariant-TSC and TSC_ADJUST questions of
+ * x86-64.  What can go wrong instead:
+ *
+ *	 - EL0 access disabled (CNTKCTL_EL1.EL0VCTEN clear): the read faults.
+ *	   Linux enables it except on CPUs with a timer erratum whose
+ *	   workaround needs the kernel to read the counter (Freescale A-008585,
+ *	   HiSilicon 161010101, Arm Cortex-A73 858921, Allwinner A64); there it
+ *	   traps and emulates every user-space read, which stays correct but
+ *	   costs about a system call.  Detection reads the counter once with a
+ *	   SIGILL handler in place (unusable if it faults), and measures an
+ *	   ordered read against a trivial system call: at
+ *	   TSCLOCK_ARM64_TRAP_FRACTION of a system call or more, the read is
+ *	   taken as trapped, and 'auto' does not use the counter ('tsc' may:
+ *	   the values are right, only slow);
+ *	 - the kernel not using the counter at all: Linux's clocksource is then
+ *	   something other than "arch_sys_counter", and 'auto' declines, as
+ *	   on x86-64 for anything but "tsc".
+ *
+ * Resolution: at 24-25 MHz a tick is about 40 ns, so a single short node
+ * interval is quantized to whole ticks.  The quantization does not bias
+ * per-node totals: an interval of d ticks (d real) reads as floor(d) or
+ * ceil(d) depending on where between two ticks it starts, and over many
+ * intervals starting at unrelated phases the average reading is d.  The
+ * conversion itself rounds to the nearest nanosecond (tsclock.h).
+ *
  * No PostgreSQL headers here: see tsclock.h.
  *
  *-------------------------------------------------------------------------
@@ -42,8 +79,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef TSCLOCK_HAVE_TSC
+#ifdef TSCLOCK_X86
 #include <cpuid.h>
+#endif
+#ifdef TSCLOCK_ARM64
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 TsClockInfo tsclock_info;
@@ -162,6 +205,64 @@ tsclock_os_clock_verdict(const char *clocksource)
 }
 
 /*
+ * arm64: "arch_sys_counter" is the generic timer read through CNTVCT_EL0,
+ * which is what Linux uses whenever it can; "arch_mem_counter" (the same
+ * counter through memory-mapped registers, used only when the system
+ * register one is not available) and anything else mean the kernel does
+ * not use CNTVCT_EL0.
+ */
+TsOsClockVerdict
+tsclock_os_clock_verdict_arm64(const char *clocksource)
+{
+	if (clocksource == NULL || clocksource[0] == '\0')
+		return TSCLOCK_OS_UNKNOWN;
+	if (strcmp(clocksource, "arch_sys_counter") == 0)
+		return TSCLOCK_OS_TSC;
+	return TSCLOCK_OS_NOT_TSC;
+}
+
+uint64_t
+tsclock_min_khz(const TsClockInfo *info)
+{
+	return info->arm64 ? TSCLOCK_ARM64_MIN_KHZ : TSCLOCK_MIN_KHZ;
+}
+
+uint64_t
+tsclock_max_khz(const TsClockInfo *info)
+{
+	return info->arm64 ? TSCLOCK_ARM64_MAX_KHZ : TSCLOCK_MAX_KHZ;
+}
+
+/*
+ * arm64: 'auto' uses the counter when it is usable, the kernel uses it too
+ * (or its clocksource cannot be read: the architecture guarantees one
+ * counter for all CPUs, so there is no synchronization question), and the
+ * reads are not trapped.
+ */
+static void
+decide_auto_arm64(TsClockInfo *info)
+{
+	const char *cs = info->os_clocksource[0] ? info->os_clocksource : "unknown";
+
+	info->auto_ok = false;
+	if (!info->usable)
+		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
+				 info->reason);
+	else if (tsclock_os_clock_verdict_arm64(info->os_clocksource) == TSCLOCK_OS_NOT_TSC)
+		snprintf(info->auto_reason, sizeof(info->auto_reason),
+				 "The operating system's clocksource is \"%s\", not \"arch_sys_counter\": the kernel does not use the CPU's generic timer counter.",
+				 cs);
+	else if (info->read_trapped)
+		snprintf(info->auto_reason, sizeof(info->auto_reason),
+				 "Reading the counter costs %.0f ns, as much as a system call (%.0f ns): the kernel traps and emulates user-space counter reads (a timer erratum workaround), so the system clock is no slower.",
+				 info->read_ns, info->syscall_ns);
+	else
+		info->auto_ok = true;
+	if (info->auto_ok)
+		info->auto_reason[0] = '\0';
+}
+
+/*
  * 'auto' uses the TSC only when it is usable, the kernel has not moved off
  * it, and there is evidence that it is synchronized across CPUs: the
  * kernel uses it directly (it checks synchronization at boot), or the CPU
@@ -172,6 +273,11 @@ decide_auto(TsClockInfo *info)
 {
 	const char *cs = info->os_clocksource[0] ? info->os_clocksource : "unknown";
 
+	if (info->arm64)
+	{
+		decide_auto_arm64(info);
+		return;
+	}
 	info->auto_ok = false;
 	if (!info->usable)
 		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
@@ -258,6 +364,12 @@ tsclock_cpuid_khz(const TsCpuidRaw *raw, const char **what)
 	return 0;
 }
 
+static void frequency_policy(TsClockInfo *info, const TsCalibration *cal,
+							 const char *prefix, const char *what);
+static void frequency_usable(TsClockInfo *info, const TsCalibration *cal,
+							 const char *counter, const char *reporter,
+							 const char *claim);
+
 /*
  * Decide everything derived from the raw probe, the calibration and the
  * operating system's clocksource: frequency in use and its source string,
@@ -283,7 +395,7 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 		/* TSC code compiled out */
 		snprintf(info->freq_source, sizeof(info->freq_source), "none");
 		snprintf(info->reason, sizeof(info->reason),
-				 "This build of timing_source is not for x86-64, so only the system clock is available.");
+				 "This build of timing_source is not for x86-64 or arm64, so only the system clock is available.");
 		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
 				 info->reason);
 		return;
@@ -309,7 +421,37 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 
 	info->cpuid_khz = tsclock_cpuid_khz(raw, &what);
 	snprintf(info->cpuid_what, sizeof(info->cpuid_what), "%s", what);
+	frequency_policy(info, cal, prefix, what);
 
+	/* Usability for an explicit 'tsc', most fundamental reason first */
+	if (!raw->rdtscp)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The CPU does not support the RDTSCP instruction (CPUID 0x80000001 EDX bit 27).");
+	else if (!raw->invariant)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The TSC is not invariant (CPUID 0x80000007 EDX bit 8 is clear), so its rate may change with CPU power states.");
+	else
+	{
+		char		claim[96];
+
+		snprintf(claim, sizeof(claim), "CPUID (%s)", what);
+		frequency_usable(info, cal, "TSC", "CPUID", claim);
+	}
+
+	decide_auto(info);
+
+	if (info->usable)
+		info->mult = tsclock_mult_for_khz(info->khz);
+}
+
+/*
+ * The frequency policy, shared by the architectures: info->cpuid_khz (what
+ * the hardware claims, 0 if nothing) against the calibration.
+ */
+static void
+frequency_policy(TsClockInfo *info, const TsCalibration *cal,
+				 const char *prefix, const char *what)
+{
 	if (info->cpuid_khz != 0 && cal->converged)
 	{
 		double		cal_khz = cal->hz / 1000.0;
@@ -353,36 +495,79 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 	else
 		snprintf(info->freq_source, sizeof(info->freq_source),
 				 "%sunknown", prefix);
+}
 
-	/* Usability for an explicit 'tsc', most fundamental reason first */
-	if (!raw->rdtscp)
+/*
+ * Usability as far as the frequency goes: known, checked by a converged
+ * calibration, the cross-check passed, within the architecture's bounds.
+ * counter names the counter ("TSC"), reporter what reports a frequency
+ * ("CPUID"), claim the exact source ("CPUID (cpuid 0x15)").
+ */
+static void
+frequency_usable(TsClockInfo *info, const TsCalibration *cal,
+				 const char *counter, const char *reporter, const char *claim)
+{
+	if (info->khz == 0)
 		snprintf(info->reason, sizeof(info->reason),
-				 "The CPU does not support the RDTSCP instruction (CPUID 0x80000001 EDX bit 27).");
-	else if (!raw->invariant)
-		snprintf(info->reason, sizeof(info->reason),
-				 "The TSC is not invariant (CPUID 0x80000007 EDX bit 8 is clear), so its rate may change with CPU power states.");
-	else if (info->khz == 0)
-		snprintf(info->reason, sizeof(info->reason),
-				 "The TSC frequency is not reported by CPUID and calibration against the system clock did not converge.");
+				 "The %s frequency is not reported by %s and calibration against the system clock did not converge.",
+				 counter, reporter);
 	else if (!cal->converged)
 		snprintf(info->reason, sizeof(info->reason),
-				 "CPUID (%s) reports a TSC frequency of %llu kHz, but calibration against the system clock did not converge, so it cannot be checked.",
-				 what, (unsigned long long) info->cpuid_khz);
+				 "%s reports a %s frequency of %llu kHz, but calibration against the system clock did not converge, so it cannot be checked.",
+				 claim, counter, (unsigned long long) info->cpuid_khz);
 	else if (info->have_ppm &&
 			 fabs(info->calibration_ppm) > TSCLOCK_CROSSCHECK_PCT * 1e4)
 		snprintf(info->reason, sizeof(info->reason),
-				 "CPUID (%s) reports a TSC frequency of %llu kHz but calibration measured %llu kHz; they disagree by %.0f%%.",
-				 what, (unsigned long long) info->cpuid_khz,
+				 "%s reports a %s frequency of %llu kHz but calibration measured %llu kHz; they disagree by %.0f%%.",
+				 claim, counter, (unsigned long long) info->cpuid_khz,
 				 (unsigned long long) cal->khz,
 				 fabs(info->calibration_ppm) / 1e4);
-	else if (info->khz < TSCLOCK_MIN_KHZ || info->khz > TSCLOCK_MAX_KHZ)
+	else if (info->khz < tsclock_min_khz(info) || info->khz > tsclock_max_khz(info))
 		snprintf(info->reason, sizeof(info->reason),
-				 "The TSC frequency of %llu kHz is outside the plausible range of %llu to %llu kHz.",
-				 (unsigned long long) info->khz,
-				 (unsigned long long) TSCLOCK_MIN_KHZ,
-				 (unsigned long long) TSCLOCK_MAX_KHZ);
+				 "The %s frequency of %llu kHz is outside the plausible range of %llu to %llu kHz.",
+				 counter, (unsigned long long) info->khz,
+				 (unsigned long long) tsclock_min_khz(info),
+				 (unsigned long long) tsclock_max_khz(info));
 	else
 		info->usable = true;
+}
+
+/*
+ * arm64: the same decision from the generic timer's registers, see the
+ * notes at the top of the file.
+ */
+void
+tsclock_decide_arm64(TsClockInfo *info, const TsArm64Raw *raw,
+					 const TsCalibration *cal, const char *os_clocksource)
+{
+	const char *what = "cntfrq_el0";
+
+	memset(info, 0, sizeof(*info));
+	info->detected = true;
+	info->arm64 = true;
+	info->cal = *cal;
+	snprintf(info->os_clocksource, sizeof(info->os_clocksource), "%s",
+			 os_clocksource ? os_clocksource : "");
+	/* the architecture requires a constant-rate counter */
+	info->invariant = true;
+	info->el0_readable = raw->el0_readable;
+	info->read_ns = raw->read_ns;
+	info->syscall_ns = raw->syscall_ns;
+	info->read_trapped = raw->el0_readable && raw->read_ns > 0 &&
+		raw->syscall_ns > 0 &&
+		raw->read_ns >= TSCLOCK_ARM64_TRAP_FRACTION * raw->syscall_ns;
+
+	/* CNTFRQ_EL0 is 32 bits wide; round to kHz, 0 stays 0 */
+	info->cpuid_khz = raw->el0_readable ? (raw->cntfrq_hz + 500) / 1000 : 0;
+	if (info->cpuid_khz != 0)
+		snprintf(info->cpuid_what, sizeof(info->cpuid_what), "%s", what);
+	frequency_policy(info, cal, "arm64, ", what);
+
+	if (!raw->el0_readable)
+		snprintf(info->reason, sizeof(info->reason),
+				 "Reading the counter (CNTVCT_EL0) from user space faults: the kernel has not enabled user-space access (CNTKCTL_EL1.EL0VCTEN).");
+	else
+		frequency_usable(info, cal, "counter", "CNTFRQ_EL0", "CNTFRQ_EL0");
 
 	decide_auto(info);
 
@@ -390,7 +575,7 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 		info->mult = tsclock_mult_for_khz(info->khz);
 }
 
-#ifdef TSCLOCK_HAVE_TSC
+#ifdef TSCLOCK_X86
 
 static void
 cpuid_leaf(uint32_t leaf, uint32_t subleaf, uint32_t r[4])
@@ -463,6 +648,111 @@ tsclock_probe_cpuid(TsCpuidRaw *raw)
 	}
 }
 
+#endif							/* TSCLOCK_X86 */
+
+#ifdef TSCLOCK_ARM64
+
+static sigjmp_buf probe_jmp;
+
+static void
+probe_sigill(int signo)
+{
+	siglongjmp(probe_jmp, 1);
+}
+
+static inline uint64_t
+read_cntfrq(void)
+{
+	uint64_t	v;
+
+	__asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(v));
+	return v;
+}
+
+/* Best of 8 batches: ns per ordered counter read, and per getppid() */
+static void
+measure_read_costs(double *read_ns, double *syscall_ns)
+{
+	int			b,
+				i;
+
+	*read_ns = INFINITY;
+	*syscall_ns = INFINITY;
+	for (b = 0; b < 8; b++)
+	{
+		uint64_t	t0,
+					t1;
+		volatile uint64_t sink = 0;
+
+		t0 = tsclock_system_ns();
+		for (i = 0; i < 64; i++)
+			sink += tsclock_read_ordered();
+		t1 = tsclock_system_ns();
+		if ((double) (t1 - t0) / 64.0 < *read_ns)
+			*read_ns = (double) (t1 - t0) / 64.0;
+
+		t0 = tsclock_system_ns();
+		for (i = 0; i < 16; i++)
+			sink += (uint64_t) syscall(SYS_getppid);
+		t1 = tsclock_system_ns();
+		if ((double) (t1 - t0) / 16.0 < *syscall_ns)
+			*syscall_ns = (double) (t1 - t0) / 16.0;
+		(void) sink;
+	}
+}
+
+/*
+ * The counter and its frequency register are read once with a SIGILL
+ * handler in place, which is restored afterwards: where user-space access
+ * is disabled and the kernel does not emulate the read, the probe says so
+ * instead of killing the process.
+ */
+void
+tsclock_probe_arm64(TsArm64Raw *raw)
+{
+	struct sigaction sa,
+				old;
+
+	memset(raw, 0, sizeof(*raw));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = probe_sigill;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGILL, &sa, &old) != 0)
+		return;
+	if (sigsetjmp(probe_jmp, 1) == 0)
+	{
+		(void) tsclock_read_ordered();
+		raw->cntfrq_hz = read_cntfrq() & UINT64_C(0xffffffff);
+		raw->el0_readable = true;
+	}
+	sigaction(SIGILL, &old, NULL);
+
+	if (raw->el0_readable)
+		measure_read_costs(&raw->read_ns, &raw->syscall_ns);
+}
+
+#endif							/* TSCLOCK_ARM64 */
+
+#ifdef TSCLOCK_HAVE_TSC
+
+uint64_t
+tsclock_counter_step(void)
+{
+	uint64_t	step = UINT64_MAX,
+				prev = tsclock_read_ordered();
+	int			i;
+
+	for (i = 0; i < 4000; i++)
+	{
+		uint64_t	now = tsclock_read_ordered();
+
+		if (now > prev && now - prev < step)
+			step = now - prev;
+		prev = now;
+	}
+	return step == UINT64_MAX ? 1 : step;
+}
+
 /* One bracketed read of the system clock */
 typedef struct Bracket
 {
@@ -478,11 +768,11 @@ take_bracket(Bracket *b)
 				t1,
 				ns;
 
-	t0 = tsclock_rdtscp();
-	_mm_lfence();				/* keep the clock read after t0 */
+	t0 = tsclock_read_ordered();
+	tsclock_order_after();		/* keep the clock read after t0 */
 	ns = tsclock_system_ns();
-	t1 = tsclock_rdtscp();
-	_mm_lfence();
+	t1 = tsclock_read_ordered();
+	tsclock_order_after();
 
 	b->width = t1 - t0;
 	b->tsc = t0 + b->width / 2;
@@ -513,8 +803,17 @@ tsclock_calibrate(TsCalibration *cal)
 	uint32_t	iterations = 0;
 	double		hz = 0,
 				ppm = INFINITY;
+	uint64_t	step;
+#ifdef TSCLOCK_ARM64
+	const double min_hz = (double) TSCLOCK_ARM64_MIN_KHZ * 1000.0;
+	const double max_hz = (double) TSCLOCK_ARM64_MAX_KHZ * 1000.0;
+#else
+	const double min_hz = (double) TSCLOCK_MIN_KHZ * 1000.0;
+	const double max_hz = (double) TSCLOCK_MAX_KHZ * 1000.0;
+#endif
 
 	memset(cal, 0, sizeof(*cal));
+	step = tsclock_counter_step();
 
 	best_bracket(&start, 16);
 	iterations += 16;
@@ -537,11 +836,13 @@ tsclock_calibrate(TsCalibration *cal)
 			hz = dticks * 1e9 / dns;
 
 			/*
-			 * Error bound: each midpoint is within half its bracket of the
-			 * true counter value at the clock read, and each clock read has
-			 * 1 ns resolution.
+			 * Error bound: each midpoint is within half its bracket, plus
+			 * half the counter's step (its resolution: a bracket of width
+			 * 0 is still a step wide), of the true counter value at the
+			 * clock read, and each clock read has 1 ns resolution.
 			 */
-			ppm = ((double) (start.width + window.width) / 2.0 / dticks +
+			ppm = (((double) (start.width + window.width) / 2.0 +
+					(double) step) / dticks +
 				   2.0 / dns) * 1e6;
 			if (ppm <= TSCLOCK_CAL_TARGET_PPM)
 				break;
@@ -555,13 +856,16 @@ tsclock_calibrate(TsCalibration *cal)
 	cal->elapsed_ns = tsclock_system_ns() - t_begin;
 	cal->hz = hz;
 	cal->uncertainty_ppm = ppm;
-	if (hz >= (double) TSCLOCK_MIN_KHZ * 1000.0 &&
-		hz <= (double) TSCLOCK_MAX_KHZ * 1000.0)
+	if (hz >= min_hz && hz <= max_hz)
 	{
 		cal->khz = (uint64_t) llround(hz / 1000.0);
 		cal->converged = (ppm <= TSCLOCK_CAL_ACCEPT_PPM);
 	}
 }
+
+#endif							/* TSCLOCK_HAVE_TSC */
+
+#if defined(TSCLOCK_X86)
 
 void
 tsclock_detect_into(TsClockInfo *info)
@@ -584,12 +888,40 @@ tsclock_detect_into(TsClockInfo *info)
 	tsclock_decide(info, &raw, &cal, clocksource);
 }
 
-#else							/* !TSCLOCK_HAVE_TSC */
+#elif defined(TSCLOCK_ARM64)
+
+void
+tsclock_detect_into(TsClockInfo *info)
+{
+	TsArm64Raw	raw;
+	TsCalibration cal;
+	char		clocksource[64];
+	int			attempt;
+
+	tsclock_probe_arm64(&raw);
+	memset(&cal, 0, sizeof(cal));
+	for (attempt = 0; raw.el0_readable && attempt < TSCLOCK_CAL_ATTEMPTS; attempt++)
+	{
+		tsclock_calibrate(&cal);
+		if (cal.converged)
+			break;
+	}
+	tsclock_read_os_clocksource(clocksource, sizeof(clocksource));
+	tsclock_decide_arm64(info, &raw, &cal, clocksource);
+}
+
+#else							/* no counter compiled in */
 
 void
 tsclock_calibrate(TsCalibration *cal)
 {
 	memset(cal, 0, sizeof(*cal));
+}
+
+uint64_t
+tsclock_counter_step(void)
+{
+	return 0;
 }
 
 void
@@ -603,7 +935,7 @@ tsclock_detect_into(TsClockInfo *info)
 	tsclock_decide(info, NULL, &cal, clocksource);
 }
 
-#endif							/* TSCLOCK_HAVE_TSC */
+#endif
 
 /*
  * Administrator's switch: TIMING_SOURCE_DISABLE_TSC set to a non-empty
@@ -634,7 +966,7 @@ tsclock_apply_env(TsClockInfo *info)
 	{
 		unsigned long long khz = strtoull(test_khz, NULL, 10);
 
-		if (khz >= TSCLOCK_MIN_KHZ && khz <= TSCLOCK_MAX_KHZ)
+		if (khz >= tsclock_min_khz(info) && khz <= tsclock_max_khz(info))
 		{
 			size_t		n = strlen(info->freq_source);
 

@@ -9,8 +9,12 @@
  * or SQL; they include only the C standard library and POSIX headers, so
  * that they can be compiled into a stand-alone unit test program.
  *
- * Building with TSCLOCK_NO_X86 defined (or on any architecture other than
- * x86-64) compiles all TSC code out; only the system clock is offered.
+ * "TSC" stands for the CPU's counter: the Time-Stamp Counter on x86-64, the
+ * generic timer's virtual counter CNTVCT_EL0 on arm64 (see the arm64 notes
+ * in tsclock.c).  Building with TSCLOCK_NO_X86 defined (the historical
+ * name: it compiles the counter out on every architecture), or on any
+ * other architecture, compiles all counter code out; only the system
+ * clock is offered.
  *
  *-------------------------------------------------------------------------
  */
@@ -24,16 +28,34 @@
 
 #if (defined(__x86_64__) || defined(_M_AMD64)) && !defined(TSCLOCK_NO_X86)
 #define TSCLOCK_HAVE_TSC 1
+#define TSCLOCK_X86 1
 #if defined(_MSC_VER)
 #include <intrin.h>
 #else
 #include <x86intrin.h>
 #endif
+#elif defined(__aarch64__) && !defined(TSCLOCK_NO_X86)
+#define TSCLOCK_HAVE_TSC 1
+#define TSCLOCK_ARM64 1
 #endif
 
-/* Sanity bounds for any TSC frequency we are willing to use. */
+/* Sanity bounds for any TSC frequency we are willing to use (x86-64). */
 #define TSCLOCK_MIN_KHZ		UINT64_C(100000)	/* 100 MHz */
 #define TSCLOCK_MAX_KHZ		UINT64_C(20000000)	/* 20 GHz */
+
+/*
+ * The same for the arm64 generic timer: the architecture allows any
+ * frequency; parts run it from 1 MHz (some embedded boards) through the
+ * common 24-25 MHz and 50-200 MHz up to 1 GHz (mandatory from Armv8.6).
+ */
+#define TSCLOCK_ARM64_MIN_KHZ	UINT64_C(1000)	/* 1 MHz */
+#define TSCLOCK_ARM64_MAX_KHZ	UINT64_C(5000000)	/* 5 GHz */
+
+/*
+ * arm64: the counter read counts as trapped (emulated by the kernel, see
+ * tsclock.c) when one read costs at least this fraction of a system call.
+ */
+#define TSCLOCK_ARM64_TRAP_FRACTION	0.5
 
 /* Calibration limits */
 #define TSCLOCK_CAL_MAX_NS		(50 * 1000 * 1000)	/* never run longer */
@@ -87,7 +109,8 @@ typedef struct TsCalibration
 typedef struct TsClockInfo
 {
 	bool		detected;		/* tsclock_detect() has run */
-	bool		x86_64;			/* TSC code compiled in */
+	bool		x86_64;			/* x86-64 TSC code compiled in */
+	bool		arm64;			/* arm64 counter code compiled in */
 
 	/* CPU features */
 	bool		rdtscp;			/* CPUID 0x80000001 EDX bit 27 */
@@ -115,6 +138,16 @@ typedef struct TsClockInfo
 
 	/* Operating system's clocksource (Linux), "" if unknown */
 	char		os_clocksource[64];
+
+	/*
+	 * arm64 only: the counter could be read from user space at all, the
+	 * cost of one ordered read and of one system call (best of several
+	 * batches, ns), and whether the read looked trapped by the kernel.
+	 */
+	bool		el0_readable;
+	double		read_ns;
+	double		syscall_ns;
+	bool		read_trapped;
 
 	/*
 	 * usable: the TSC may be selected explicitly ('tsc').  auto_ok: 'auto'
@@ -148,6 +181,18 @@ typedef struct TsCpuidRaw
 	uint32_t	l15_ecx;		/* leaf 0x15: crystal Hz */
 	uint32_t	l16_eax;		/* leaf 0x16: base MHz */
 } TsCpuidRaw;
+
+/*
+ * What the arm64 decision is made from (filled by tsclock_probe_arm64;
+ * unit tests fill it by hand).
+ */
+typedef struct TsArm64Raw
+{
+	bool		el0_readable;	/* reading CNTVCT_EL0 did not fault */
+	uint64_t	cntfrq_hz;		/* CNTFRQ_EL0, as firmware programmed it */
+	double		read_ns;		/* one ordered counter read, ns (0: unknown) */
+	double		syscall_ns;		/* one trivial system call, ns (0: unknown) */
+} TsArm64Raw;
 
 /* The process-wide result, valid once tsclock_detect() has run. */
 extern TsClockInfo tsclock_info;
@@ -199,19 +244,51 @@ extern void tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 						   const TsCalibration *cal,
 						   const char *os_clocksource);
 
+/*
+ * The same for arm64: the generic timer's frequency register, whether the
+ * counter can be read and what a read costs.  The frequency policy,
+ * cross-check and conversion are exactly those of x86-64.
+ */
+extern void tsclock_decide_arm64(TsClockInfo *info, const TsArm64Raw *raw,
+								 const TsCalibration *cal,
+								 const char *os_clocksource);
+
+/* Verdict of Linux's clocksource for the arm64 counter */
+extern TsOsClockVerdict tsclock_os_clock_verdict_arm64(const char *clocksource);
+
+/* Frequency bounds for the architecture info describes */
+extern uint64_t tsclock_min_khz(const TsClockInfo *info);
+extern uint64_t tsclock_max_khz(const TsClockInfo *info);
+
 /* Frequency CPUID claims (kHz, 0 if none); *what names the leaf */
 extern uint64_t tsclock_cpuid_khz(const TsCpuidRaw *raw, const char **what);
 
 /* Short name of a hypervisor from its 12-byte signature */
 extern void tsclock_hypervisor_name(const char *sig12, char *out, size_t len);
 
-#ifdef TSCLOCK_HAVE_TSC
+#ifdef TSCLOCK_X86
 /* Read the CPUID leaves we need */
 extern void tsclock_probe_cpuid(TsCpuidRaw *raw);
 #endif
+#ifdef TSCLOCK_ARM64
+/* Read CNTFRQ_EL0, try a counter read, measure what reads cost */
+extern void tsclock_probe_arm64(TsArm64Raw *raw);
+#endif
 
-/* One calibration run (x86-64 only; returns not converged elsewhere) */
+/*
+ * One calibration run (where a counter is compiled in; returns not
+ * converged elsewhere)
+ */
 extern void tsclock_calibrate(TsCalibration *cal);
+
+/*
+ * The counter's smallest step between two reads, in ticks, observed over a
+ * few thousand reads: 1 on most hardware, more where the counter is
+ * incremented in steps (Armv8.6's 1 GHz counter may count in steps of the
+ * underlying clock; an emulator may update it every microsecond).  Its
+ * reads are that much coarser, which calibration's error bound includes.
+ */
+extern uint64_t tsclock_counter_step(void);
 
 /*
  * Read Linux's current clocksource into buf (from the file named by
@@ -223,30 +300,40 @@ extern bool tsclock_read_os_clocksource(char *buf, size_t len);
 extern uint64_t tsclock_mult_for_khz(uint64_t khz);
 
 /*
- * Tick to nanosecond conversion, rounded to the nearest nanosecond.
+ * Tick to nanosecond conversion, rounded to the nearest nanosecond:
  *
- * mult = round(10^6 * 2^30 / khz).  For khz >= 100 MHz mult < 10 * 2^30,
- * so lo * mult + 2^29 below never overflows 64 bits (lo < 2^30), and
- * splitting the tick count into hi and lo makes the whole computation
- * exact for any 64-bit tick count whose result fits in 64 bits:
+ *	 ns = (ticks * mult + 2^29) >> 30,	 mult = round(10^6 * 2^30 / khz)
  *
- *	 (ticks * mult + 2^29) >> 30 == hi * mult + ((lo * mult + 2^29) >> 30),
- *	 hi = ticks >> 30, lo = ticks & (2^30 - 1)
+ * computed with a 64 x 64 -> 128-bit product, so it is exact for any
+ * 64-bit tick count whose result fits in 64 bits, at any frequency.  (An
+ * earlier version split ticks at bit 30 and multiplied the low part in 64
+ * bits, which needs mult < 2^34, i.e. khz > 62.5 MHz: at the generic
+ * timer's common 24 MHz mult is about 4.5e10 > 2^35, and lo * mult
+ * overflowed.)  One widening multiply (MUL on x86-64, MUL + UMULH on
+ * arm64), no branch.
  *
- * Two multiplies, no branch.  Rounding rather than truncating matters for
- * per-node timing: intervals are often a few dozen ticks, and truncation
- * would bias every one by half a nanosecond, milliseconds over millions of
- * rows.  The only other error is the rounding of mult, below 1 part in
- * mult (< 5e-9 at 5 GHz).
+ * Rounding rather than truncating matters for per-node timing: intervals
+ * are often a few dozen ticks, and truncation would bias every one by half
+ * a nanosecond, milliseconds over millions of rows.  The only other error
+ * is the rounding of mult, below 1 part in mult (< 5e-9 at 5 GHz, < 3e-11
+ * at 24 MHz).
+ *
+ * Without a 128-bit type (not any compiler this is built with on Linux),
+ * the split version is used; it is exact for mult < 2^34 only.
  */
 static inline uint64_t
 tsclock_ticks_to_ns_mult(uint64_t ticks, uint64_t mult)
 {
+#ifdef __SIZEOF_INT128__
+	return (uint64_t) (((unsigned __int128) ticks * mult +
+						(UINT64_C(1) << (TSCLOCK_SHIFT - 1))) >> TSCLOCK_SHIFT);
+#else
 	uint64_t	hi = ticks >> TSCLOCK_SHIFT;
 	uint64_t	lo = ticks & ((UINT64_C(1) << TSCLOCK_SHIFT) - 1);
 
 	return hi * mult +
 		((lo * mult + (UINT64_C(1) << (TSCLOCK_SHIFT - 1))) >> TSCLOCK_SHIFT);
+#endif
 }
 
 static inline uint64_t
@@ -265,21 +352,64 @@ tsclock_system_ns(void)
 	return (uint64_t) ts.tv_sec * UINT64_C(1000000000) + (uint64_t) ts.tv_nsec;
 }
 
-#ifdef TSCLOCK_HAVE_TSC
-/* RDTSC: not ordered against surrounding instructions; per-node timing */
+/*
+ * Counter reads, two kinds:
+ *
+ * tsclock_read_fast(): not ordered against surrounding instructions; for
+ * per-node timing, where a few instructions of skew cancel out over many
+ * intervals.  x86-64: RDTSC.  arm64: MRS CNTVCT_EL0.
+ *
+ * tsclock_read_ordered(): waits for every earlier instruction to complete
+ * first; for calibration, the watchdog and the diagnostics.  x86-64:
+ * RDTSCP.  arm64: ISB, then MRS CNTVCT_EL0 (the ISB is what Linux's vDSO
+ * puts before its own read).
+ *
+ * tsclock_order_after(): keeps later instructions from starting before the
+ * preceding read (x86-64: LFENCE; arm64: ISB).
+ */
+#if defined(TSCLOCK_X86)
 static inline uint64_t
-tsclock_rdtsc(void)
+tsclock_read_fast(void)
 {
 	return __rdtsc();
 }
 
-/* RDTSCP: waits for prior instructions to complete; precise reads */
 static inline uint64_t
-tsclock_rdtscp(void)
+tsclock_read_ordered(void)
 {
 	unsigned int aux;
 
 	return __rdtscp(&aux);
+}
+
+static inline void
+tsclock_order_after(void)
+{
+	_mm_lfence();
+}
+#elif defined(TSCLOCK_ARM64)
+static inline uint64_t
+tsclock_read_fast(void)
+{
+	uint64_t	v;
+
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+}
+
+static inline uint64_t
+tsclock_read_ordered(void)
+{
+	uint64_t	v;
+
+	__asm__ __volatile__("isb\n\tmrs %0, cntvct_el0" : "=r"(v) : : "memory");
+	return v;
+}
+
+static inline void
+tsclock_order_after(void)
+{
+	__asm__ __volatile__("isb" : : : "memory");
 }
 #endif
 

@@ -210,7 +210,14 @@ sub run_checks
 	{
 		# A sleep may overshoot, and a busy machine may preempt the backend
 		# between the node's clock and auto_explain's: three tries, and the
-		# best of them counts for each of the two checks.
+		# best of them counts for each of the two checks.  Under an emulator
+		# (TS_EMULATED, set by scripts/majors.sh for the arm64 root under
+		# qemu-user) everything is 10-50 times slower with either clock and
+		# the sleep itself overruns by several ms, so the upper bounds widen
+		# there; the node time is still checked against the system clock's
+		# duration.
+		my $hi = $ENV{TS_EMULATED} ? 220 : 204;
+		my $slack = $ENV{TS_EMULATED} ? 5 : 0.5;
 		my ($best_dev, $best_t, $best_gap, $gap_t, $gap_d);
 		for my $try (1 .. 3)
 		{
@@ -234,12 +241,12 @@ sub run_checks
 			{
 				($best_gap, $gap_t, $gap_d) = ($duration - $t, $t, $duration);
 			}
-			last if $best_dev <= 4 && defined $best_gap && $best_gap < 0.5;
+			last if $best_t >= 196 && $best_t <= $hi && defined $best_gap && $best_gap < $slack;
 		}
-		ok($best_dev <= 4,
-			"$order sleep: $best_t ms within 2% of 200 ms (best of 3)");
-		ok(defined $best_gap && $best_gap < 0.5,
-			"$order sleep: node time within 0.5 ms of the query's time, not above it (best of 3: "
+		ok($best_t >= 196 && $best_t <= $hi,
+			"$order sleep: $best_t ms within [196, $hi] ms of a 200 ms sleep (best of 3)");
+		ok(defined $best_gap && $best_gap < $slack,
+			"$order sleep: node time within $slack ms of the query's time, not above it (best of 3: "
 			  . (defined $best_gap ? "$gap_t ms in $gap_d ms" : 'node above query every time') . ")");
 	}
 
