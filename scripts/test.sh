@@ -38,7 +38,7 @@ trap 'exit 130' INT TERM
 passed=0 failed=0 skipped=0
 # the exact reasons the fallback clusters must report (src/tsclock.c)
 notsc_reason="The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC."
-nox86_reason="This build of timing_source is not for x86-64, so only the system clock is available."
+nox86_reason="This build of timing_source is not for x86-64 or arm64, so only the system clock is available."
 summary=()
 majors_ok=() majors_failed=()
 
@@ -81,17 +81,17 @@ declare -A suite_min=(
 	[pgxn_dist]=6
 	[deb]=20
 	[regress]=12
-	[pgtap]=59
+	[pgtap]=61
 	[host_tsc]=1
 	[taptests]=137
 	[taptests@18]=139
 	[fallback_notsc]=3
 	[regress_notsc]=12
-	[pgtap_notsc]=55
+	[pgtap_notsc]=57
 	[taptests_notsc]=109
 	[fallback_nox86]=3
 	[regress_nox86]=12
-	[pgtap_nox86]=51
+	[pgtap_nox86]=53
 )
 # PostgreSQL 19 (core owns timing_clock_source): pg_regress's tests minus
 # the three that state their skip there; the Perl tests minus the six
