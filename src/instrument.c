@@ -570,6 +570,8 @@ ts_watch_end(TsWatch *start)
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	bool		use_tsc;
+
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
@@ -582,12 +584,14 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 
 	/*
-	 * Workers this query starts must decide as this process does now, also
-	 * when that is the system clock: pass the decision on first.
+	 * Decide (this brings the process's view up to date), then pass the
+	 * decision on: workers this query starts must decide as this process
+	 * does now, also when that is the system clock.
 	 */
+	use_tsc = ts_session_uses_tsc();
 	ts_export_decision();
 
-	if (ts_session_uses_tsc())
+	if (use_tsc)
 	{
 		EState	   *estate = queryDesc->estate;
 		TsBindContext bc;

@@ -212,7 +212,6 @@ ts_export_decision(void)
 
 	if (IsParallelWorker() || IsInParallelMode())
 		return;
-	ts_refresh();
 	snprintf(want, sizeof(want), "%llu/%d/%d",
 			 (unsigned long long) tsclock_info.khz,
 			 (int) tsclock_info.usable, (int) tsclock_info.auto_ok);

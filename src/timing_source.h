@@ -64,7 +64,8 @@ extern void ts_distrust_tsc(const char *reason);
 
 /*
  * Make sure this session's parallel workers will see this process's TSC
- * decision (called before a timed query starts).
+ * decision (called before an instrumented query starts, right after
+ * ts_session_uses_tsc() has brought that decision up to date).
  */
 extern void ts_export_decision(void);
 
