@@ -81,17 +81,17 @@ declare -A suite_min=(
 	[pgxn_dist]=6
 	[deb]=20
 	[regress]=12
-	[pgtap]=61
+	[pgtap]=70
 	[host_tsc]=1
 	[taptests]=137
 	[taptests@18]=139
 	[fallback_notsc]=3
 	[regress_notsc]=12
-	[pgtap_notsc]=57
+	[pgtap_notsc]=66
 	[taptests_notsc]=109
 	[fallback_nox86]=3
 	[regress_nox86]=12
-	[pgtap_nox86]=53
+	[pgtap_nox86]=61
 )
 # PostgreSQL 19 (core owns timing_clock_source): pg_regress's tests minus
 # the three that state their skip there; the Perl tests minus the six

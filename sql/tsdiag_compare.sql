@@ -14,6 +14,12 @@ SELECT mode, runs, min_ms > 0 AS min_pos, median_ms >= min_ms AS median_ge_min,
        (overhead_ns_per_row IS NULL) = (mode IN ('plain', 'timing off')) AS overhead_null
   FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 1000)', 3)
  WHERE mode <> 'tsc';
+-- figures as EXPLAIN prints them: milliseconds and ratios to 3 decimals,
+-- nanoseconds per row to 2
+SELECT bool_and(scale(min_ms) = 3 AND scale(median_ms) = 3 AND scale(ratio_vs_off) = 3
+                AND coalesce(scale(overhead_ns_per_row) = 2, true)) AS fixed_scales,
+       count(overhead_ns_per_row) > 0 AS some_overhead
+  FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 1000)', 1);
 SELECT count(*) FILTER (WHERE mode = 'tsc') =
        (SELECT available::int FROM timing_source_tsc()) AS tsc_row_iff_available,
        count(*) FILTER (WHERE mode = 'tsc' AND overhead_ns_per_row IS NULL) AS tsc_without_overhead
@@ -21,15 +27,23 @@ SELECT count(*) FILTER (WHERE mode = 'tsc') =
 
 -- rows through timed nodes: Actual Rows x Actual Loops summed over all
 -- nodes, recovered from overhead_ns_per_row = (median - median of timing
--- off) / (2 x rows).  Outer scan 10 rows; correlated subplan run 10 times,
--- its aggregate 1 row and its filtered scan 100 rows per loop:
--- 10 + 10 + 1000 = 1020.
+-- off) / (2 x rows).  Outer scan 1,000 rows; correlated subplan run 1,000
+-- times, its aggregate 1 row and its filtered scan 100 rows per loop:
+-- 1,000 + 1,000 + 100,000 = 102,000.  The figures are rounded (medians to
+-- 0.001 ms, the overhead to 0.01 ns), so the recovered count is checked
+-- within the error that rounding allows, and that error must be well
+-- below the 1,000 rows a missed node would cost.
 WITH r AS MATERIALIZED (
   SELECT * FROM timing_source_compare(
-    'SELECT (SELECT count(*) FROM generate_series(1, 100) g WHERE g > a - a) FROM generate_series(1, 10) a', 1))
-SELECT round((s.median_ms - o.median_ms) * 1e6 / (2 * s.overhead_ns_per_row)) AS rows_through_timed_nodes
-  FROM r s, r o
- WHERE s.mode = 'system' AND o.mode = 'timing off';
+    'SELECT (SELECT count(*) FROM generate_series(1, 100) g WHERE g > a - a) FROM generate_series(1, 1000) a', 1)),
+e AS (
+  SELECT (s.median_ms - o.median_ms) * 1e6 / (2 * s.overhead_ns_per_row) AS rows_recovered,
+         102000 * (0.001 / abs(s.median_ms - o.median_ms) + 0.005 / abs(s.overhead_ns_per_row)) * 1.01 AS tolerance
+    FROM r s, r o
+   WHERE s.mode = 'system' AND o.mode = 'timing off')
+SELECT abs(rows_recovered - 102000) <= tolerance AS rows_through_timed_nodes_match,
+       tolerance < 500 AS rounding_error_below_500_rows
+  FROM e;
 
 -- a data-modifying query leaves nothing behind
 CREATE TABLE diag_t (x int PRIMARY KEY);

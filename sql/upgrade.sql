@@ -79,3 +79,37 @@ SELECT count(*) AS columns_1_0 FROM timing_source_tsc() t, json_each(row_to_json
 SELECT (reason_unusable IS NULL) = available AS v1_0_consistent FROM timing_source_tsc();
 ALTER EXTENSION timing_source UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'timing_source';
+
+-- a database still on 1.1 gets the float8 figures of its definitions,
+-- unrounded and without the bar column; after the update, numeric ones
+-- rounded to fixed scales, and the bar.  "sane" tells real figures from a
+-- datum of the other type read as this one (a numeric pointer read as a
+-- float8 is a tiny denormal number)
+CREATE FUNCTION pg_temp.ts_figure_types() RETURNS TABLE (fn text, columns bigint, types text, sane boolean) LANGUAGE sql AS $$
+    (SELECT 'histogram', 1::bigint, concat_ws(',', pg_typeof(pct), pg_typeof(running_pct)),
+            abs(sum(pct) OVER () - 100) <= 0.001 AND max(running_pct) OVER () = 100
+       FROM timing_source_histogram('system', 0.01) LIMIT 1)
+    UNION ALL
+    SELECT 'histogram row', count(*), NULL, NULL
+      FROM (SELECT * FROM timing_source_histogram('system', 0.01) LIMIT 1) t, json_each(row_to_json(t))
+    UNION ALL
+    SELECT 'durations row', count(*), NULL, NULL
+      FROM (SELECT * FROM timing_source_durations('system', 0.01) LIMIT 1) t, json_each(row_to_json(t))
+    UNION ALL
+    SELECT 'test', 1, pg_typeof(avg_loop_ns)::text, avg_loop_ns > 1 AND avg_loop_ns < 1e6
+      FROM timing_source_test(0.01) WHERE source = 'system'
+    UNION ALL
+    SELECT 'compare', 1, concat_ws(',', pg_typeof(min_ms), pg_typeof(median_ms), pg_typeof(ratio_vs_off),
+                                   pg_typeof(overhead_ns_per_row)),
+           min_ms > 0.0001 AND median_ms >= min_ms AND ratio_vs_off > 0.01 AND ratio_vs_off < 1e4
+      FROM timing_source_compare('SELECT 1', 1) WHERE mode = 'system'
+    UNION ALL
+    SELECT 'tsc', 1, pg_typeof(calibration_ppm)::text, coalesce(calibration_ppm = 0 OR abs(calibration_ppm) BETWEEN 1e-9 AND 1e6, true)
+      FROM timing_source_tsc();
+$$;
+DROP EXTENSION timing_source;
+CREATE EXTENSION timing_source VERSION '1.1';
+SELECT * FROM pg_temp.ts_figure_types();
+ALTER EXTENSION timing_source UPDATE;
+SELECT * FROM pg_temp.ts_figure_types();
+SELECT extversion FROM pg_extension WHERE extname = 'timing_source';

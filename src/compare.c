@@ -390,15 +390,18 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	for (int m = 0; m < nmodes; m++)
 	{
 		/* 1.0's definition has the first six columns only */
+		TupleDesc	desc = rsinfo->setDesc;
 		Datum		values[7];
 		bool		nulls[7] = {false, false, false, false, false, false, false};
 
 		values[0] = CStringGetTextDatum(compare_mode_names[m]);
 		values[1] = Int32GetDatum(runs);
-		values[2] = Float8GetDatum(times[m][0]);	/* sorted by median_of */
-		values[3] = Float8GetDatum(med[m]);
+		/* times[m] is sorted by median_of */
+		values[2] = ts_fixed_datum(desc, 2, times[m][0], TS_MS_SCALE);
+		values[3] = ts_fixed_datum(desc, 3, med[m], TS_MS_SCALE);
 		if (med[MODE_OFF] > 0)
-			values[4] = Float8GetDatum(med[m] / med[MODE_OFF]);
+			values[4] = ts_fixed_datum(desc, 4, med[m] / med[MODE_OFF],
+									   TS_RATIO_SCALE);
 		else
 			nulls[4] = true;
 
@@ -407,8 +410,9 @@ timing_source_compare(PG_FUNCTION_ARGS)
 		 * benchmark computes it.
 		 */
 		if ((m == MODE_SYSTEM || m == MODE_TSC) && rows > 0)
-			values[5] = Float8GetDatum((med[m] - med[MODE_OFF]) * 1e6 /
-									   (2.0 * rows));
+			values[5] = ts_fixed_datum(desc, 5,
+									   (med[m] - med[MODE_OFF]) * 1e6 / (2.0 * rows),
+									   TS_NS_SCALE);
 		else
 			nulls[5] = true;
 		if (options[m] != NULL)

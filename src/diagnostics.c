@@ -29,6 +29,7 @@
 
 #include <math.h>
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -59,6 +60,9 @@ PG_FUNCTION_INFO_V1(timing_source_report);
  */
 #define TS_CFI_INTERVAL		4096
 
+/* width in characters of the tallest row's bar (histogram, durations) */
+#define TS_BAR_WIDTH		40
+
 /* argument limits */
 #define TS_MAX_DURATION		3600.0
 #define TS_MAX_CALIBRATE_RUNS	1000
@@ -84,6 +88,36 @@ typedef struct TimingRun
 	uint64		buckets[TS_NUM_BUCKETS];
 	uint64	   *direct;			/* TS_NUM_DIRECT counts, or NULL */
 } TimingRun;
+
+
+/* ---------------------------------------------------------------------
+ * Result values
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * A fractional figure for result column attno (0-based) of desc.  From
+ * version 1.2 the SQL definitions declare such columns numeric, and the
+ * value is rounded to scale decimals, so that psql shows it the way
+ * pg_test_timing prints it (the count columns keep the exact figures).
+ * Versions 1.0 and 1.1 declare float8, which a database that has not run
+ * ALTER EXTENSION ... UPDATE yet still has: it gets the unrounded float8.
+ */
+Datum
+ts_fixed_datum(TupleDesc desc, int attno, double value, int scale)
+{
+	Oid			type = TupleDescAttr(desc, attno)->atttypid;
+
+	if (type == NUMERICOID)
+		return DirectFunctionCall2(numeric_round,
+								   DirectFunctionCall1(float8_numeric,
+													   Float8GetDatum(value)),
+								   Int32GetDatum(scale));
+	if (type != FLOAT8OID)
+		elog(ERROR, "timing_source: result column %d has type %u, expected numeric or double precision",
+			 attno + 1, type);
+	return Float8GetDatum(value);
+}
 
 
 /* ---------------------------------------------------------------------
@@ -477,19 +511,49 @@ emit_durations(const TimingRun *run, double cutoff, RowEmitter emit,
 	return skipped;
 }
 
-/* tuplestore emitter for (bigint, float8, float8, bigint) rows */
+/*
+ * Row emitter for timing_source_histogram() and timing_source_durations():
+ * (ns bigint, pct, running_pct, count bigint[, bar text]).  The bar column
+ * (1.2 on) draws count relative to the tallest row of the measurement:
+ * TS_BAR_WIDTH '#' for the tallest, rounded down to whole characters, and
+ * a single '.' for a row too small for one '#', so that every non-empty
+ * row stays visible.
+ */
+typedef struct TupleEmitter
+{
+	ReturnSetInfo *rsinfo;
+	uint64		tallest;		/* largest count of any row, for the bar */
+} TupleEmitter;
+
 static void
 emit_tuple(void *arg, int64 ns, uint64 count, double pct, double running_pct)
 {
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) arg;
-	Datum		values[4];
-	bool		nulls[4] = {false, false, false, false};
+	TupleEmitter *te = (TupleEmitter *) arg;
+	TupleDesc	desc = te->rsinfo->setDesc;
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
 
 	values[0] = Int64GetDatum(ns);
-	values[1] = Float8GetDatum(pct);
-	values[2] = Float8GetDatum(running_pct);
+	values[1] = ts_fixed_datum(desc, 1, pct, TS_PCT_SCALE);
+	values[2] = ts_fixed_datum(desc, 2, running_pct, TS_PCT_SCALE);
 	values[3] = Int64GetDatum((int64) count);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	if (desc->natts > 4)
+	{
+		char		bar[TS_BAR_WIDTH + 1];
+		int			width = 0;
+
+		if (count > 0 && te->tallest > 0)
+		{
+			width = (int) ((double) count * TS_BAR_WIDTH / (double) te->tallest);
+			if (width == 0)
+				bar[width++] = '.';
+			else
+				memset(bar, '#', width);
+		}
+		bar[width] = '\0';
+		values[4] = CStringGetTextDatum(bar);
+	}
+	tuplestore_putvalues(te->rsinfo->setResult, desc, values, nulls);
 }
 
 
@@ -503,13 +567,18 @@ timing_source_histogram(PG_FUNCTION_ARGS)
 	DiagSource	source = parse_source(PG_GETARG_TEXT_PP(0));
 	double		duration = check_duration(PG_GETARG_FLOAT8(1));
 	TimingRun	run;
+	TupleEmitter te;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* bucket counters only: no exact table */
 	measure(&run, source, duration, false);
 	warn_backwards(&run);
-	emit_histogram(&run, emit_tuple, fcinfo->resultinfo);
+	te.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	te.tallest = 0;
+	for (int k = 0; k < TS_NUM_BUCKETS; k++)
+		te.tallest = Max(te.tallest, run.buckets[k]);
+	emit_histogram(&run, emit_tuple, &te);
 
 	return (Datum) 0;
 }
@@ -526,12 +595,17 @@ timing_source_durations(PG_FUNCTION_ARGS)
 	double		duration = check_duration(PG_GETARG_FLOAT8(1));
 	double		cutoff = check_cutoff(PG_GETARG_FLOAT8(2));
 	TimingRun	run;
+	TupleEmitter te;
 
 	InitMaterializedSRF(fcinfo, 0);
 
 	measure(&run, source, duration, true);
 	warn_backwards(&run);
-	emit_durations(&run, cutoff, emit_tuple, fcinfo->resultinfo, NULL);
+	te.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	te.tallest = run.largest_count;
+	for (int i = 0; i < TS_NUM_DIRECT; i++)
+		te.tallest = Max(te.tallest, run.direct[i]);
+	emit_durations(&run, cutoff, emit_tuple, &te, NULL);
 	pfree(run.direct);
 
 	return (Datum) 0;
@@ -579,7 +653,9 @@ timing_source_test(PG_FUNCTION_ARGS)
 
 		values[0] = CStringGetTextDatum(diag_source_names[sources[i]]);
 		values[1] = Int64GetDatum((int64) run.loops);
-		values[2] = Float8GetDatum((double) run.elapsed_ns / (double) run.loops);
+		values[2] = ts_fixed_datum(rsinfo->setDesc, 2,
+								   (double) run.elapsed_ns / (double) run.loops,
+								   TS_NS_SCALE);
 		values[3] = Int64GetDatum(run_percentile(&run, 0.50));
 		values[4] = Int64GetDatum(run_percentile(&run, 0.99));
 		values[5] = Int64GetDatum((int64) run.largest);
@@ -640,11 +716,14 @@ timing_source_calibrate(PG_FUNCTION_ARGS)
 		else
 			nulls[1] = true;
 		values[2] = Int32GetDatum((int32) cal.iterations);
-		values[3] = Float8GetDatum((double) cal.elapsed_ns / 1000.0);
+		values[3] = ts_fixed_datum(rsinfo->setDesc, 3,
+								   (double) cal.elapsed_ns / 1000.0, 3);
 		values[4] = BoolGetDatum(cal.converged);
 		if (cal.khz > 0 && tsclock_info.khz > 0)
-			values[5] = Float8GetDatum((cal.hz / 1000.0 - (double) tsclock_info.khz) /
-									   (double) tsclock_info.khz * 1e6);
+			values[5] = ts_fixed_datum(rsinfo->setDesc, 5,
+									   (cal.hz / 1000.0 - (double) tsclock_info.khz) /
+									   (double) tsclock_info.khz * 1e6,
+									   TS_PPM_SCALE);
 		else
 			nulls[5] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);

@@ -458,7 +458,7 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 	values[3] = CStringGetTextDatum(info->freq_source);
 	values[4] = Int64GetDatum((int64) info->cal.khz);
 	nulls[4] = !info->cal.converged;
-	values[5] = Float8GetDatum(info->calibration_ppm);
+	values[5] = ts_fixed_datum(tupdesc, 5, info->calibration_ppm, TS_PPM_SCALE);
 	nulls[5] = !info->have_ppm;
 	/*
 	 * CPU features are unknown, not absent, where the TSC is compiled out.

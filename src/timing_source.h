@@ -46,6 +46,18 @@ extern TimingClockSource ts_session_setting(void);
  */
 extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 
+/*
+ * diagnostics.c: a fractional result figure as the caller's SQL definition
+ * declares it: numeric rounded to scale decimals (1.2 on), or float8 (1.0,
+ * 1.1).  The scales follow pg_test_timing's output.
+ */
+#define TS_PCT_SCALE	4		/* percentages, as "%10.4f" */
+#define TS_NS_SCALE		2		/* nanoseconds, as "%0.2f ns" */
+#define TS_PPM_SCALE	3		/* parts per million */
+#define TS_MS_SCALE		3		/* milliseconds, as EXPLAIN prints them */
+#define TS_RATIO_SCALE	3		/* ratios */
+extern Datum ts_fixed_datum(TupleDesc desc, int attno, double value, int scale);
+
 /* diagnostics.c: ereport(ERROR) unless 1 <= runs <= max */
 extern int	ts_check_runs(int runs, int max);
 
