@@ -31,6 +31,15 @@
 # prints the medians, their ratios, and the cost of one clock read,
 # (T - T_off) / (2 x rows through timed nodes).
 #
+# With the TSC usable, the accuracy of sampled timing: per query, the same
+# EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with sample_every = 64, and
+# with TIMING OFF ("untimed": its Execution Time is the query without clock
+# reads), interleaved.  For every plan node its total time (Actual Total
+# Time x Actual Loops, median over the rounds): the top node's exact and
+# sampled totals over the untimed execution time (exact timing inflates
+# what it measures by its own clock reads), sampled over exact, and the
+# largest deviation from exact among nodes whose exact total is >= 1 ms.
+#
 # Then pgbench -S (prepared statements, one client) with auto_explain
 # instrumenting every query (log_analyze and log_timing on,
 # log_min_duration far above any query, so nothing is logged): transactions
@@ -40,7 +49,8 @@
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
-# bench/results/bench-<time>-summary.csv and bench/results/bench-<time>-pgbench.csv.
+# bench/results/bench-<time>-summary.csv, bench/results/bench-<time>-sampled.csv
+# and bench/results/bench-<time>-pgbench.csv.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -56,7 +66,7 @@ while [ $# -gt 0 ]; do
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,45p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,51p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -170,6 +180,7 @@ mkdir -p "$csvdir"
 raw_csv="$csvdir/bench-$stamp.csv"
 sum_csv="$csvdir/bench-$stamp-summary.csv"
 pgb_csv="$csvdir/bench-$stamp-pgbench.csv"
+acc_csv="$csvdir/bench-$stamp-sampled.csv"
 echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
 echo "cpu,postgresql,query,timed_rows,plain,off,lean,system,tsc,sysbuf,tscbuf,tsc64,off_plain,lean_plain,tsc_plain,tsc_lean,sys_tsc,tscbuf_tsc,sysbuf_tscbuf,tsc64_lean,tsc64_plain,ns_per_read_system,ns_per_read_tsc" >"$sum_csv"
 
@@ -293,6 +304,72 @@ printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lea
 printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
 printf '%s\n' "${table2[@]}"
 
+# ---- accuracy of sampled timing (1 in 64) against exact TSC timing ----
+# Per plan node (in plan order, which is the same in every run of a
+# query): total time = Actual Total Time x Actual Loops.  Rounds alternate
+# exact and sampled; medians per node; ratio sampled / exact.
+if [ "$tsc_ok" = 1 ]; then
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_sampled_over_exact,worst_node_deviation_pct,nodes_over_1ms" >"$acc_csv"
+	declare -a table3
+	for entry in "${queries[@]}"; do
+		IFS='|' read -r name settings query <<<"$entry"
+		acc=$(psql_db -At -F ' ' <<-EOF
+			$setup_sql
+			$settings
+			SET timing_clock_source = 'tsc';
+			CREATE FUNCTION pg_temp.node_totals(q text, every int) RETURNS float8[] LANGUAGE plpgsql AS \$\$
+			DECLARE d jsonb;
+			BEGIN
+				-- every = 0: TIMING OFF, and only the Execution Time
+				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
+				IF every = 0 THEN
+					EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) ' || q INTO d;
+					RETURN ARRAY[(d -> 0 ->> 'Execution Time')::float8];
+				END IF;
+				EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, FORMAT JSON) ' || q INTO d;
+				RETURN ARRAY(SELECT (p ->> 'Actual Total Time')::float8 * (p ->> 'Actual Loops')::float8
+							   FROM jsonb_path_query(d, 'strict \$.**?(exists(@."Actual Loops"))') AS p);
+			END \$\$;
+			CREATE TEMP TABLE runs (every int, totals float8[]);
+			SELECT pg_temp.node_totals(\$q\$$query\$q\$, 1) IS NOT NULL AS warm \gset
+			DO \$\$
+			BEGIN
+				FOR r IN 1..$reps LOOP
+					INSERT INTO runs SELECT e, pg_temp.node_totals(\$q\$$query\$q\$, e)
+					  FROM unnest(CASE r % 3 WHEN 0 THEN ARRAY[1, 64, 0] WHEN 1 THEN ARRAY[64, 0, 1]
+										   ELSE ARRAY[0, 1, 64] END) AS e;
+				END LOOP;
+			END \$\$;
+			WITH per_node AS (
+				SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 1) AS exact,
+						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled
+				  FROM runs, unnest(totals) WITH ORDINALITY AS u(t, n)
+				 WHERE every > 0
+				 GROUP BY n),
+			untimed AS (
+				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0)
+			SELECT count(*),
+				   to_char(max(sampled / exact) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(coalesce(max(abs(sampled / exact - 1) * 100) FILTER (WHERE exact >= 1), 0), 'FM990.0'),
+				   count(*) FILTER (WHERE exact >= 1),
+				   to_char(max(exact) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
+				   to_char(max(sampled) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000')
+			  FROM per_node;
+		EOF
+		)
+		read -r nodes top worst big exact_untimed samp_untimed <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$samp_untimed" "$top" "$worst" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$top,$worst,$big" >>"$acc_csv"
+	done
+	echo
+	echo "Sampled timing (sample_every = 64) against exact TSC timing, per-node total time, medians of $reps runs each;"
+	echo "untimed = Execution Time under TIMING OFF, the query without clock reads:"
+	printf '%-22s %6s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'top sampled/' 'top sampled/' 'worst node' 'nodes' 
+	printf '%-22s %6s %12s %12s %12s %12s %10s\n' '' '' untimed untimed exact 'vs exact %' '>= 1 ms'
+	printf '%s\n' "${table3[@]}"
+fi
+
 # ---- always-on auto_explain under pgbench -S ----
 pgbench_bin=
 [ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/pgbench" ] && pgbench_bin="$PG_BINDIR/pgbench"
@@ -338,4 +415,5 @@ echo "parallel query: timed rows are summed over all processes, time is wall tim
 echo "CSV: $raw_csv"
 echo "     $sum_csv"
 [ -f "$pgb_csv" ] && echo "     $pgb_csv"
+[ -f "$acc_csv" ] && echo "     $acc_csv"
 exit 0

@@ -525,6 +525,15 @@ typedef struct TupleEmitter
 	uint64		tallest;		/* largest count of any row, for the bar */
 } TupleEmitter;
 
+/* the largest of n counts, and at least at_least */
+static uint64
+largest_count(const uint64 *counts, int n, uint64 at_least)
+{
+	for (int i = 0; i < n; i++)
+		at_least = Max(at_least, counts[i]);
+	return at_least;
+}
+
 static void
 emit_tuple(void *arg, int64 ns, uint64 count, double pct, double running_pct)
 {
@@ -575,9 +584,7 @@ timing_source_histogram(PG_FUNCTION_ARGS)
 	measure(&run, source, duration, false);
 	warn_backwards(&run);
 	te.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	te.tallest = 0;
-	for (int k = 0; k < TS_NUM_BUCKETS; k++)
-		te.tallest = Max(te.tallest, run.buckets[k]);
+	te.tallest = largest_count(run.buckets, TS_NUM_BUCKETS, 0);
 	emit_histogram(&run, emit_tuple, &te);
 
 	return (Datum) 0;
@@ -602,9 +609,7 @@ timing_source_durations(PG_FUNCTION_ARGS)
 	measure(&run, source, duration, true);
 	warn_backwards(&run);
 	te.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	te.tallest = run.largest_count;
-	for (int i = 0; i < TS_NUM_DIRECT; i++)
-		te.tallest = Max(te.tallest, run.direct[i]);
+	te.tallest = largest_count(run.direct, TS_NUM_DIRECT, run.largest_count);
 	emit_durations(&run, cutoff, emit_tuple, &te, NULL);
 	pfree(run.direct);
 
