@@ -39,6 +39,10 @@ if [ "$(ts_psql -d postgres -At -c "SELECT to_regproc('timing_source_report') IS
 	ts_log "pg_test_timing-style report: timing_source_report(0.5)"
 	ts_psql -d postgres -At -c 'SELECT * FROM timing_source_report(0.5)'
 
+	src=$(ts_psql -d postgres -At -c "SELECT CASE WHEN available THEN 'rdtsc' ELSE 'system' END FROM timing_source_tsc()")
+	ts_log "histogram of back-to-back reads: timing_source_histogram('$src', 0.5)"
+	ts_psql -d postgres -c "SELECT * FROM timing_source_histogram('$src', 0.5)"
+
 	ts_log "calibration runs: timing_source_calibrate(3)"
 	ts_psql -d postgres -c 'SELECT * FROM timing_source_calibrate(3)'
 fi
