@@ -132,7 +132,7 @@ cmp_ok($sort->{'Actual Startup Time'}, '>', 0, 'its startup time is measured');
 cmp_ok(abs($sort->{'Actual Total Time'} - $sort->{'Actual Startup Time'}), '<=',
 	0.1 * $sort->{'Actual Total Time'} + 0.05, 'and is almost all of its total, as for exact timing');
 
-# EXPLAIN says so on 18, where extensions can add to its output
+# EXPLAIN says so on 18 and later, where extensions can add to its output
 my $text = $node->safe_psql('postgres',
 	"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, COSTS OFF) $cq");
 my $text1 = $node->safe_psql('postgres',
@@ -141,7 +141,7 @@ unlike($text1, qr/Timing: sampled/, 'exact timing: no sampling line');
 if ($major >= 19 || ($major >= 18 && $tsc))
 {
 	like($text, qr/^Aggregate \(actual time=.*\n(?:  [A-Z].*\n)*  Timing: sampled, 1 in 64 calls$/m,
-		'18: EXPLAIN says the times are sampled, on the top node');
+		'18+: EXPLAIN says the times are sampled, on the top node');
 	my $off = $node->safe_psql('postgres',
 		"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $cq");
 	unlike($off, qr/Timing: sampled/, 'but not under TIMING OFF');
@@ -149,7 +149,7 @@ if ($major >= 19 || ($major >= 18 && $tsc))
 	$node->safe_psql('postgres', "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
 		  . "SET timing_source.sample_every = 64; $cq");
 	like(slurp_file($node->logfile, $offset), qr/Timing: sampled, 1 in 64 calls/,
-		'18: auto_explain says so too');
+		'18+: auto_explain says so too');
 }
 else
 {
