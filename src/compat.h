@@ -123,10 +123,12 @@ ts_core_tsc_source(void)
  * clock of core's, as core chose it when the query started
  * (TS_CORE_CLOCK).
  *
- * 20devel (master) replaced the per-call buffer/WAL snapshots with a
- * stack of Instrumentation entries (need_stack, InstrPushStack) that
- * core's own node wrappers maintain; wrappers that copy pgBufferUsage
- * would count buffers differently there, so 20+ gets no hook (yet).
+ * 20devel (master): the versions of master's instrument.c seen so far
+ * replace the per-call buffer/WAL snapshots with a stack of
+ * Instrumentation entries (need_stack, InstrPushStack) that core's own
+ * node wrappers maintain; wrappers that copy pgBufferUsage would not count
+ * buffers as core does there.  Until checked against master, 20 and later
+ * get no hook.
  *
  * TS_HAVE_EXECUTOR_HOOK is defined where the wrappers can be built;
  * elsewhere ts_instrument_init() installs nothing.  On Windows instr_time
