@@ -53,6 +53,15 @@
  * Parallel workers run ExecutorStart too, so the hook treats their trees
  * the same way, using the worker's copy of the leader's settings.
  *
+ * PostgreSQL 19 (TS_CORE_CLOCK) times nodes with its own clock, the TSC
+ * where its timing_clock_source resolves to it, storing ticks that it
+ * converts to nanoseconds only when EXPLAIN prints.  There the wrappers
+ * (timing_source.node_wrappers, on by default) are the same, but read the
+ * clock core had chosen when the query started, as core reads it, and add
+ * core's ticks unconverted; ExecutorFinish converts their nodes' times
+ * should core's unit have changed during the query (see TsBoundQuery).
+ * The watchdog is the extension's own clock's and does not exist there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -122,14 +131,14 @@ ts_clock_accum(TsClock clock, instr_time *counter, int64 ticks, uint64 weight)
 #ifndef TS_CORE_CLOCK
 /*
  * Per-query watchdog (15-18 only: on 19 the clock is core's, and so is
- * the decision to trust it).  A query timed with the TSC also measures its whole
- * execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end reads
- * the system clock between two RDTSCP reads, several times, and keeps the
- * tightest bracket: a preemption between the reads only widens a bracket,
- * and the widths enter the comparison as its uncertainty, so it cannot
- * fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose clocks
- * disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty stop
- * the TSC.
+ * the decision to trust it).  A query timed with the TSC also measures its
+ * whole execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end
+ * reads the system clock between two RDTSCP reads, several times, and keeps
+ * the tightest bracket: a preemption between the reads only widens a
+ * bracket, and the widths enter the comparison as its uncertainty, so it
+ * cannot fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose
+ * clocks disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty
+ * stop the TSC.
  */
 #define TS_WATCHDOG_MIN_NS		(10 * 1000 * 1000)	/* 10 ms */
 #define TS_WATCHDOG_MAX_PCT		1.0
@@ -193,6 +202,7 @@ ts_rng_seed(void)
 {
 	if (ts_rng_pid == MyProcPid && ts_rng_state != 0)
 		return;
+	/* any clock will do for a seed: the TSC through 18, core's on 19 */
 	ts_rng_state = (uint64) ts_clock_read(TS_CLK_OWN_TSC) ^
 		((uint64) MyProcPid << 32) ^ UINT64CONST(0x9E3779B97F4A7C15);
 	if (ts_rng_state == 0)
@@ -476,7 +486,7 @@ typedef struct TsBindContext
 	int			sample_every;	/* > 1: sampled timing */
 	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
-	List	   *timed;			/* PlanStates bound to a timed wrapper */
+	List	   *timed;			/* 19: PlanStates bound to a timed wrapper */
 } TsBindContext;
 
 /*
@@ -516,13 +526,17 @@ ts_bind_node(PlanState *node, void *context)
 			node->instrument = &ti->instr;
 			node->ExecProcNode = bc->set->first_sampled;
 			bc->ntimed++;
+#ifdef TS_CORE_CLOCK
 			bc->timed = lappend(bc->timed, node);
+#endif
 		}
 		else
 		{
 			node->ExecProcNode = bc->set->first;
 			bc->ntimed++;
+#ifdef TS_CORE_CLOCK
 			bc->timed = lappend(bc->timed, node);
+#endif
 		}
 	}
 
@@ -789,6 +803,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	EState	   *estate;
 	TsBindContext bc;
 	ListCell   *lc;
+	MemoryContext oldcxt;
 
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -847,11 +862,16 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	if (bc.sample_every > 1)
 		ts_rng_seed();
 
+	/* the list of bound nodes lives as long as the query */
+	oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
+
 	ts_bind_node(queryDesc->planstate, &bc);
 
 	/* subplans not reachable from the main tree (normally none) */
 	foreach(lc, estate->es_subplanstates)
 		ts_bind_node((PlanState *) lfirst(lc), &bc);
+
+	MemoryContextSwitchTo(oldcxt);
 
 	if (queryDesc->instrument_options & INSTRUMENT_TIMER)
 		ereport(DEBUG1,
