@@ -46,6 +46,21 @@
 # per second with no auto_explain, and with it under the system clock and
 # the TSC, interleaved.
 #
+# PostgreSQL 19 and later (core owns timing_clock_source and times nodes
+# with its own TSC): the variants compare core's own instrumentation with
+# the extension's wrappers, both on core's clock as core chose it
+# (timing_clock_source is left alone), interleaved the same way:
+#   plain      the query itself
+#   core       EXPLAIN (ANALYZE, BUFFERS OFF), timing_source.node_wrappers off
+#   ext        the same, node_wrappers on
+#   core+buf   EXPLAIN (ANALYZE, BUFFERS ON), off    ext+buf   ... on
+#   coreoff    EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF), off
+#   extoff     the same, on
+#   coreoff+buf / extoff+buf   TIMING OFF with BUFFERS ON
+#   ext/64     EXPLAIN (ANALYZE, BUFFERS OFF), on, sample_every = 64
+# and prints the medians and the ratios extension/core (below 1: the
+# extension's path is cheaper).  No pgbench part on 19.
+#
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
@@ -82,7 +97,9 @@ if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
 		exit 1
 	}
 	. "$ROOT/scripts/lib.sh"
-	ts_install_deps "$(ts_path_major)"
+	# 19's pgTAP is not packaged: go on with what is installed
+	ts_install_deps "$(ts_path_major)" ||
+		echo "note: not every dependency could be installed; going on" >&2
 	# installs go to the server's shared directories: one at a time
 	exec 9>/tmp/timing_source-install.lock
 	flock 9
@@ -131,6 +148,127 @@ seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000
 seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
 seed nl_inner 1000 'CREATE TABLE nl_inner AS SELECT g AS id FROM generate_series(1, 1000) g'
 
+cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1)
+cpu=${cpu:-$(uname -m)}
+ncpu=$(nproc 2>/dev/null || echo '?')
+pgver=$(psql_db -At -c 'SHOW server_version')
+pgnum=$(psql_db -At -c 'SHOW server_version_num')
+clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+stamp=$(date -u +%Y%m%d-%H%M%S)
+
+# min and median of numbers on stdin
+min_median() {
+	sort -g | awk '{ a[NR] = $1 }
+		END { if (NR == 0) { print "", ""; exit }
+			  m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+			  printf "%.3f %.3f\n", a[1], m }'
+}
+
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
+
+# print "variant round ms" for every measured statement of a psql log
+parse_times() {
+	awk '
+		/^@@ / { v = $2; r = $3; done = 0; next }
+		done || v == "" { next }
+		/^Time: / { print v, r, $2; done = 1; next }
+	'
+}
+
+# name|session settings|query
+queries=(
+	"count(*) 100k|SET max_parallel_workers_per_gather = 0;|SELECT count(*) FROM t100k"
+	"count(*) 5M|SET max_parallel_workers_per_gather = 0;|SELECT count(*) FROM t"
+	"LIMIT 1 OFFSET 5M|SET max_parallel_workers_per_gather = 0;|SELECT * FROM t LIMIT 1 OFFSET 5000000"
+	"nested loop 1M inner|SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off;|SELECT count(*) FROM nl_outer o JOIN nl_inner i ON i.id <> o.id"
+	"parallel count(*) 5M|SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = on;|SELECT count(*) FROM t"
+)
+
+# ---- PostgreSQL 19+: core's instrumentation vs the extension's wrappers ----
+bench19() {
+	local setup19 entry name settings query script log times v r ms n k
+	local -a variants19=(plain core ext corebuf extbuf coreoff extoff coreoffbuf extoffbuf ext64)
+	local -a rows=()
+	local raw_csv="$csvdir/bench-$stamp.csv" sum_csv="$csvdir/bench-$stamp-summary.csv"
+	local clock
+	setup19="SET jit = off;
+SELECT current_setting('timing_source.node_wrappers', true) IS NULL AS need_load \\gset
+\\if :need_load
+LOAD 'timing_source';
+\\endif"
+	clock=$(psql_db -At -c 'SHOW timing_clock_source')
+	echo
+	echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver, timing_clock_source $clock; $reps rounds per variant"
+	mkdir -p "$csvdir"
+	echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
+	echo "cpu,postgresql,query,plain,core,ext,corebuf,extbuf,coreoff,extoff,coreoffbuf,extoffbuf,ext64,ext_core,extbuf_corebuf,extoff_coreoff,extoffbuf_coreoffbuf,ext64_core" >"$sum_csv"
+	for entry in "${queries[@]}"; do
+		IFS='|' read -r name settings query <<<"$entry"
+		script=$(
+			echo "$setup19"
+			echo "$settings"
+			echo "\\o /dev/null"
+			echo "$query;"
+			echo "\\timing on"
+			n=${#variants19[@]}
+			for ((r = 1; r <= reps; r++)); do
+				for ((k = 0; k < n; k++)); do
+					v=${variants19[$(((k + r) % n))]}
+					case $v in
+						core*) echo "SET timing_source.node_wrappers = off;" ;;
+						*) echo "SET timing_source.node_wrappers = on;" ;;
+					esac
+					case $v in
+						ext64) echo "SET timing_source.sample_every = 64;" ;;
+						*) echo "SET timing_source.sample_every = 1;" ;;
+					esac
+					echo "\\echo @@ $v $r"
+					case $v in
+						plain) echo "$query;" ;;
+						core | ext | ext64) echo "EXPLAIN (ANALYZE, BUFFERS OFF) $query;" ;;
+						corebuf | extbuf) echo "EXPLAIN (ANALYZE, BUFFERS ON) $query;" ;;
+						coreoff | extoff) echo "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $query;" ;;
+						coreoffbuf | extoffbuf) echo "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS ON) $query;" ;;
+					esac
+				done
+			done
+			echo "\\o"
+		)
+		log=$(psql_db -A <<<"$script" 2>&1)
+		times=$(parse_times <<<"$log")
+		while read -r v r ms; do
+			echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
+		done <<<"$times"
+		declare -A md=()
+		for v in "${variants19[@]}"; do
+			read -r _ md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
+		done
+		rows+=("$(printf '%-22s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s | %6s %6s %6s %6s %6s' "$name" \
+			"${md[plain]}" "${md[core]}" "${md[ext]}" "${md[corebuf]}" "${md[extbuf]}" \
+			"${md[coreoff]}" "${md[extoff]}" "${md[coreoffbuf]}" "${md[extoffbuf]}" "${md[ext64]}" \
+			"$(ratio "${md[ext]}" "${md[core]}")" "$(ratio "${md[extbuf]}" "${md[corebuf]}")" \
+			"$(ratio "${md[extoff]}" "${md[coreoff]}")" "$(ratio "${md[extoffbuf]}" "${md[coreoffbuf]}")" \
+			"$(ratio "${md[ext64]}" "${md[core]}")")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",${md[plain]},${md[core]},${md[ext]},${md[corebuf]},${md[extbuf]},${md[coreoff]},${md[extoff]},${md[coreoffbuf]},${md[extoffbuf]},${md[ext64]},$(ratio "${md[ext]}" "${md[core]}"),$(ratio "${md[extbuf]}" "${md[corebuf]}"),$(ratio "${md[extoff]}" "${md[coreoff]}"),$(ratio "${md[extoffbuf]}" "${md[coreoffbuf]}"),$(ratio "${md[ext64]}" "${md[core]}")" >>"$sum_csv"
+		unset md
+	done
+	echo
+	echo "Medians in ms, client-side time of the whole statement; core = timing_source.node_wrappers off, ext = on;"
+	echo "ratios extension/core of the medians (below 1: the extension's path is cheaper):"
+	printf '%-22s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s | %6s %6s %6s %6s %6s\n' query plain core ext core+buf ext+buf coreoff extoff 'coff+buf' 'eoff+buf' 'ext/64' \
+		exact +buf off off+buf '/64'
+	printf '%s\n' "${rows[@]}"
+	echo
+	echo "rounds per variant: $reps; ext/64 is compared with core's exact timing"
+	echo "CSV: $raw_csv"
+	echo "     $sum_csv"
+}
+
+if [ "$pgnum" -ge 190000 ]; then
+	bench19
+	exit 0
+fi
+
 # The session's settings: library loaded, TSC usable?
 setup_sql="SET jit = off;
 SELECT current_setting('timing_clock_source', true) IS NULL AS need_load \\gset
@@ -155,27 +293,13 @@ else
 	echo "note: the TSC is not usable on this machine; tsc columns are empty" >&2
 fi
 
-# name|session settings|query
-queries=(
-	"count(*) 100k|SET max_parallel_workers_per_gather = 0;|SELECT count(*) FROM t100k"
-	"count(*) 5M|SET max_parallel_workers_per_gather = 0;|SELECT count(*) FROM t"
-	"LIMIT 1 OFFSET 5M|SET max_parallel_workers_per_gather = 0;|SELECT * FROM t LIMIT 1 OFFSET 5000000"
-	"nested loop 1M inner|SET max_parallel_workers_per_gather = 0; SET enable_hashjoin = off; SET enable_mergejoin = off;|SELECT count(*) FROM nl_outer o JOIN nl_inner i ON i.id <> o.id"
-	"parallel count(*) 5M|SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = on;|SELECT count(*) FROM t"
-)
 
-cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1)
-cpu=${cpu:-$(uname -m)}
-ncpu=$(nproc 2>/dev/null || echo '?')
-pgver=$(psql_db -At -c 'SHOW server_version')
-clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
 echo
 echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; $reps rounds per variant"
 
 variants=(plain off lean system tsc sysbuf tscbuf tsc64)
 [ "$tsc_ok" = 1 ] || variants=(plain off system sysbuf)
 
-stamp=$(date -u +%Y%m%d-%H%M%S)
 mkdir -p "$csvdir"
 raw_csv="$csvdir/bench-$stamp.csv"
 sum_csv="$csvdir/bench-$stamp-summary.csv"
@@ -208,24 +332,8 @@ statement() {
 	fi
 }
 
-# print "variant round ms" for every measured statement of a psql log
-parse_times() {
-	awk '
-		/^@@ / { v = $2; r = $3; done = 0; next }
-		done || v == "" { next }
-		/^Time: / { print v, r, $2; done = 1; next }
-	'
-}
 
-# min and median of numbers on stdin
-min_median() {
-	sort -g | awk '{ a[NR] = $1 }
-		END { if (NR == 0) { print "", ""; exit }
-			  m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-			  printf "%.3f %.3f\n", a[1], m }'
-}
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
 per_read() { awk -v t="$1" -v o="$2" -v n="$3" 'BEGIN { if (t == "" || o == "" || n == 0) print ""; else printf "%.1f", (t - o) * 1e6 / (2 * n) }'; }
 
 declare -a table1 table2

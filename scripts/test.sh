@@ -93,11 +93,12 @@ declare -A suite_min=(
 	[regress_nox86]=12
 	[pgtap_nox86]=61
 )
-# PostgreSQL 19 (core owns timing_clock_source): pg_regress's tests minus
-# the three that state their skip there; the Perl tests minus the six
-# stated skips; no pgTAP package, no fallback runs (see below)
-suite_min[regress@19]=9
-suite_min[taptests@19]=67
+# PostgreSQL 19 (core owns timing_clock_source, the wrappers read core's
+# clock): pg_regress's tests minus settings, which states its skip there;
+# the Perl tests minus the three stated skips (001, 060, 061); no pgTAP
+# package, no fallback runs (see below)
+suite_min[regress@19]=11
+suite_min[taptests@19]=87
 
 # suite_minimum NAME: the minimum for this suite on this major and host
 suite_minimum() {
@@ -352,11 +353,12 @@ compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
 [ $have_perl_tap = 1 ] &&
 	run_suite taptests env TS_EXPECT_TSC="$main_tsc_state" "${perl_tap[@]}"
 
-# PostgreSQL 19+: core times plan nodes with its own TSC decision, which
+# PostgreSQL 19+: plan nodes are timed with core's clock, on core's own TSC
+# decision (also through the extension's wrappers), which
 # TIMING_SOURCE_DISABLE_TSC and the TSC-less build do not reach; what those
 # runs would check of the extension (its diagnostics without a TSC) is the
 # same code as on 15-18, checked there.
-core_owns_why="PostgreSQL ${pg_label#PG} times plan nodes in core with core's own TSC decision, which this switch does not reach; the extension's TSC-less diagnostics are checked on 15-18"
+core_owns_why="PostgreSQL ${pg_label#PG} times plan nodes with core's clock and core's own TSC decision (the extension's wrappers read it too), which this switch does not reach; the extension's TSC-less diagnostics are checked on 15-18"
 if [ "${pg_label#PG}" -ge 19 ]; then
 	skip_suite "regress_notsc" "$core_owns_why"
 elif [ "$tsc_available" = t ]; then

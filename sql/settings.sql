@@ -9,7 +9,7 @@
 -- PostgreSQL 19 and later: this test does not apply (settings_2.out)
 SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
 \if :core_owns_setting
-\echo 'skipped on PostgreSQL 19+: core owns timing_clock_source there and the extension defines no setting of its own (init checks that)'
+\echo 'skipped on PostgreSQL 19+: core owns timing_clock_source there and the extension defines no clock setting of its own (init checks its timing_source.node_wrappers)'
 \quit
 \endif
 SELECT available AS tsc_available FROM timing_source_tsc();

@@ -8,10 +8,12 @@
 -- tsc_calls.out is for a host where the TSC is usable, tsc_calls_1.out
 -- for one where it is not (no call is ever counted there).
 --
--- PostgreSQL 19 and later time plan nodes in core (with core's TSC under
--- "auto" where core trusts it) and the extension installs no executor
--- hook, so no call may be counted, whatever clock core uses
--- (tsc_calls_2.out).
+-- PostgreSQL 19 and later: timing_clock_source is core's, and the
+-- extension's wrappers (timing_source.node_wrappers, on by default) read
+-- core's clock; calls are counted where that is the TSC, as here
+-- (tsc_calls_2.out is for a host where core's "auto" resolves to the
+-- TSC).  With timing_source.node_wrappers off core's own instrumentation
+-- runs and no call may be counted.
 SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting;
 CREATE TABLE ts_calls AS SELECT g AS id FROM generate_series(1, 10000) g;
 VACUUM ANALYZE ts_calls;
@@ -110,6 +112,40 @@ SET auto_explain.log_min_duration = 0;
 SELECT count(*) FROM ts_calls;
 SET auto_explain.log_min_duration = -1;
 SELECT ts_calls_delta() AS auto_explain_system_calls;
+RESET auto_explain.log_analyze;
+RESET auto_explain.log_timing;
+
+-- 19+: with timing_source.node_wrappers off core times every node (no
+-- call counted, on any clock); back on, every call is counted again
+SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
+\if :core_owns_setting
+SET timing_clock_source = 'auto';
+SET timing_source.node_wrappers = off;
+SELECT ts_calls_delta() IS NOT NULL AS baseline_taken;
+SELECT ts_explain('SELECT count(*) FROM ts_calls');
+SELECT ts_calls_delta() AS wrappers_off_calls;
+SET max_parallel_workers_per_gather = 2;
+SET parallel_leader_participation = off;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT ts_explain('SELECT count(*) FROM ts_calls');
+SELECT ts_calls_delta() AS wrappers_off_parallel_calls;
+RESET parallel_leader_participation;
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+SET max_parallel_workers_per_gather = 0;
+SET auto_explain.log_analyze = on;
+SET auto_explain.log_min_duration = 0;
+SELECT count(*) FROM ts_calls;
+SET auto_explain.log_min_duration = -1;
+SELECT ts_calls_delta() AS wrappers_off_auto_explain_calls;
+RESET auto_explain.log_analyze;
+RESET timing_source.node_wrappers;
+SELECT ts_explain('SELECT count(*) FROM ts_calls');
+SELECT ts_calls_delta() AS wrappers_on_again_calls;
+\endif
 
 RESET timing_clock_source;
 DROP FUNCTION ts_calls_delta();

@@ -27,7 +27,9 @@
 
 /*
  * PostgreSQL 19 ships timing_clock_source and TSC timing in core; the
- * extension then registers neither the setting nor the executor hook.
+ * extension then registers neither timing_clock_source nor
+ * timing_source.clock_source, and its node wrappers read core's clock
+ * (timing_source.node_wrappers).
  */
 #if PG_VERSION_NUM >= 190000
 #define TS_CORE_OWNS_SETTING true
@@ -111,10 +113,27 @@ ts_core_tsc_source(void)
  * is instr_time: a struct timespec in 15 (when the platform has
  * clock_gettime), an int64 nanosecond count ("ticks") from 16 on.
  *
- * TS_HAVE_EXECUTOR_HOOK is defined where the TSC wrappers can be built;
- * elsewhere ts_instrument_init() installs nothing.  PostgreSQL 19 times
- * nodes with the TSC itself, and on Windows instr_time is not in
- * nanoseconds, so neither gets the hook.
+ * PostgreSQL 19 splits a node's instrumentation into NodeInstrumentation
+ * (counter, firsttuple and startup now instr_time, tuplecount, running,
+ * async_mode) around a general Instrumentation (need_* flags, total,
+ * buffer and WAL usage), and times nodes with its own clock: the TSC when
+ * its timing_clock_source resolves to it, instr_time.ticks then counting
+ * TSC ticks that are converted to nanoseconds with the scale current at
+ * conversion time.  The wrappers (timing_source.node_wrappers) read that
+ * clock of core's, as core chose it when the query started
+ * (TS_CORE_CLOCK).
+ *
+ * 20devel (master): the versions of master's instrument.c seen so far
+ * replace the per-call buffer/WAL snapshots with a stack of
+ * Instrumentation entries (need_stack, InstrPushStack) that core's own
+ * node wrappers maintain; wrappers that copy pgBufferUsage would not count
+ * buffers as core does there.  Until checked against master, 20 and later
+ * get no hook.
+ *
+ * TS_HAVE_EXECUTOR_HOOK is defined where the wrappers can be built;
+ * elsewhere ts_instrument_init() installs nothing.  On Windows instr_time
+ * is not in nanoseconds before 19 and 19's QueryPerformanceCounter path is
+ * untested, so Windows gets no hook.
  * ----------------------------------------------------------------
  */
 #include "executor/instrument.h"
@@ -124,9 +143,94 @@ ts_core_tsc_source(void)
 #define TS_HAVE_EXECUTOR_HOOK 1
 #endif
 
+#if PG_VERSION_NUM >= 190000 && PG_VERSION_NUM < 200000 && !defined(WIN32)
+#define TS_HAVE_EXECUTOR_HOOK 1
+#define TS_CORE_CLOCK 1
+#endif
+
 #ifdef TS_HAVE_EXECUTOR_HOOK
 
 #define TS_NS_PER_S		INT64CONST(1000000000)
+
+#ifdef TS_CORE_CLOCK
+
+/* what PlanState.instrument points to */
+typedef NodeInstrumentation TsNodeInstr;
+
+/* its need_* flags */
+#define TS_INSTR_FLAGS(ni)	(&(ni)->instr)
+
+/* firsttuple is an instr_time, set from the running counter */
+#define TS_INSTR_SET_FIRSTTUPLE(ni) ((ni)->firsttuple = (ni)->counter)
+
+/*
+ * Core's clocks, read as core reads them for per-node timing: the TSC
+ * without waiting for earlier instructions (RDTSC, as
+ * INSTR_TIME_SET_CURRENT_FAST does), or the system clock, whose ticks are
+ * nanoseconds.  TS_CORE_HAVE_TSC is 0 where core has no TSC clock source.
+ */
+#define TS_CORE_HAVE_TSC PG_INSTR_TSC_CLOCK
+
+static pg_attribute_always_inline int64
+ts_core_read_tsc(void)
+{
+#if PG_INSTR_TSC_CLOCK
+	return pg_rdtsc();
+#else
+	return pg_get_ticks_system().ticks;
+#endif
+}
+
+static pg_attribute_always_inline int64
+ts_core_read_system(void)
+{
+	return pg_get_ticks_system().ticks;
+}
+
+/*
+ * What instr_time.ticks means right now: core's fixed-point ticks-to-ns
+ * factor (0: ticks are nanoseconds).  Two instants with the same value
+ * count ticks in the same unit.
+ */
+static inline uint64
+ts_core_ticks_unit(void)
+{
+	return ticks_per_ns_scaled;
+}
+
+/* ticks of the unit "unit" (see above) in nanoseconds, as core converts */
+static inline int64
+ts_core_ticks_to_ns(int64 ticks, uint64 unit)
+{
+	int64		hi;
+	int64		lo;
+
+	if (unit == 0 || ticks <= 0)
+		return ticks;
+	hi = ticks >> TICKS_TO_NS_SHIFT;
+	lo = ticks - (hi << TICKS_TO_NS_SHIFT);
+	return hi * (int64) unit + ((lo * (int64) unit) >> TICKS_TO_NS_SHIFT);
+}
+
+/* nanoseconds in the unit core converts with now */
+static inline int64
+ts_core_ns_to_ticks(int64 ns)
+{
+	return pg_ns_to_ticks(ns);
+}
+
+#else							/* !TS_CORE_CLOCK */
+
+typedef Instrumentation TsNodeInstr;
+
+#define TS_INSTR_FLAGS(ni)	(ni)
+
+/*
+ * Instrumentation.firsttuple is a double in seconds through 18, set from
+ * the running counter exactly as InstrStopNode does.
+ */
+#define TS_INSTR_SET_FIRSTTUPLE(instr) \
+	((instr)->firsttuple = INSTR_TIME_GET_DOUBLE((instr)->counter))
 
 /*
  * Add a non-negative number of nanoseconds to an instr_time accumulator,
@@ -154,16 +258,10 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 	}
 #endif
 }
+#endif							/* TS_CORE_CLOCK */
 
 /*
- * Instrumentation.firsttuple is a double in seconds through 18, set from
- * the running counter exactly as InstrStopNode does.
- */
-#define TS_INSTR_SET_FIRSTTUPLE(instr) \
-	((instr)->firsttuple = INSTR_TIME_GET_DOUBLE((instr)->counter))
-
-/*
- * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-18: the
+ * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19: the
  * bool-returning variant of the 18 development cycle was reverted before
  * release.  (ExecutorRun_hook lost execute_once in 18; the extension does
  * not hook ExecutorRun.)

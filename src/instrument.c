@@ -53,6 +53,15 @@
  * Parallel workers run ExecutorStart too, so the hook treats their trees
  * the same way, using the worker's copy of the leader's settings.
  *
+ * PostgreSQL 19 (TS_CORE_CLOCK) times nodes with its own clock, the TSC
+ * where its timing_clock_source resolves to it, storing ticks that it
+ * converts to nanoseconds only when EXPLAIN prints.  There the wrappers
+ * (timing_source.node_wrappers, on by default) are the same, but read the
+ * clock core had chosen when the query started, as core reads it, and add
+ * core's ticks unconverted; ExecutorFinish converts their nodes' times
+ * should core's unit have changed during the query (see TsBoundQuery).
+ * The watchdog is the extension's own clock's and does not exist there.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -70,7 +79,8 @@
 #include "nodes/nodeFuncs.h"
 #endif
 
-#if defined(TS_HAVE_EXECUTOR_HOOK) && defined(TSCLOCK_HAVE_TSC)
+#if defined(TS_HAVE_EXECUTOR_HOOK) && \
+	(defined(TSCLOCK_HAVE_TSC) || defined(TS_CORE_CLOCK))
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
@@ -83,14 +93,52 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
 static uint64 ts_pending_calls = 0;
 
 /*
- * Per-query watchdog.  A query timed with the TSC also measures its whole
- * execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end reads
- * the system clock between two RDTSCP reads, several times, and keeps the
- * tightest bracket: a preemption between the reads only widens a bracket,
- * and the widths enter the comparison as its uncertainty, so it cannot
- * fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose clocks
- * disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty stop
- * the TSC.
+ * The clock a wrapper reads, fixed when the query's nodes are bound:
+ * through 18 the extension's own TSC (tsclock), converted to nanoseconds
+ * with its own calibration; on 19 core's clock as core had chosen it when
+ * the query started, its ticks accumulated unconverted, as core does.
+ */
+typedef enum TsClock
+{
+	TS_CLK_OWN_TSC,
+	TS_CLK_CORE_TSC,
+	TS_CLK_CORE_SYSTEM
+} TsClock;
+
+static pg_attribute_always_inline int64
+ts_clock_read(TsClock clock)
+{
+#ifdef TS_CORE_CLOCK
+	if (clock == TS_CLK_CORE_TSC)
+		return ts_core_read_tsc();
+	return ts_core_read_system();
+#else
+	return (int64) tsclock_read_fast();
+#endif
+}
+
+/* add a positive interval of "ticks" of "clock", times weight */
+static pg_attribute_always_inline void
+ts_clock_accum(TsClock clock, instr_time *counter, int64 ticks, uint64 weight)
+{
+#ifdef TS_CORE_CLOCK
+	counter->ticks += ticks * (int64) weight;
+#else
+	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
+#endif
+}
+
+#ifndef TS_CORE_CLOCK
+/*
+ * Per-query watchdog (15-18 only: on 19 the clock is core's, and so is
+ * the decision to trust it).  A query timed with the TSC also measures its
+ * whole execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end
+ * reads the system clock between two RDTSCP reads, several times, and keeps
+ * the tightest bracket: a preemption between the reads only widens a
+ * bracket, and the widths enter the comparison as its uncertainty, so it
+ * cannot fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose
+ * clocks disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty
+ * stop the TSC.
  */
 #define TS_WATCHDOG_MIN_NS		(10 * 1000 * 1000)	/* 10 ms */
 #define TS_WATCHDOG_MAX_PCT		1.0
@@ -108,6 +156,7 @@ typedef struct TsWatch
 
 /* queries being watched, innermost first (nesting makes several) */
 static TsWatch *ts_watches = NULL;
+#endif
 
 /* Core's static ExecProcNodeFirst, learned in ts_instrument_init() */
 static ExecProcNodeMtd ts_core_first = NULL;
@@ -126,7 +175,7 @@ static ExecProcNodeMtd ts_core_first = NULL;
  */
 typedef struct TsInstrumentation
 {
-	Instrumentation instr;		/* core's, must be first */
+	TsNodeInstr instr;			/* core's, must be first */
 	uint64		weight;			/* N */
 	int64		countdown;		/* calls until the next sampled one */
 	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
@@ -153,8 +202,9 @@ ts_rng_seed(void)
 {
 	if (ts_rng_pid == MyProcPid && ts_rng_state != 0)
 		return;
-	ts_rng_state = tsclock_read_fast() ^ ((uint64) MyProcPid << 32) ^
-		UINT64CONST(0x9E3779B97F4A7C15);
+	/* any clock will do for a seed: the TSC through 18, core's on 19 */
+	ts_rng_state = (uint64) ts_clock_read(TS_CLK_OWN_TSC) ^
+		((uint64) MyProcPid << 32) ^ UINT64CONST(0x9E3779B97F4A7C15);
 	if (ts_rng_state == 0)
 		ts_rng_state = 1;
 	ts_rng_pid = MyProcPid;
@@ -202,26 +252,28 @@ ts_usage_changed(const void *now, const void *start, size_t size)
 }
 
 /*
- * The body of every wrapper.  "timing" and "full" are compile-time
- * constants in each caller, so each variant contains only its own tests:
- * "full" adds buffer/WAL usage and async mode.
+ * The body of every wrapper.  "timing", "clock" and "full" are
+ * compile-time constants in each caller, so each variant contains only its
+ * own tests: "full" adds buffer/WAL usage and async mode.
  */
 static pg_attribute_always_inline TupleTableSlot *
-ts_exec_proc_node_body(PlanState *node, TsTiming timing, bool full)
+ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
+					   bool full)
 {
-	Instrumentation *instr = node->instrument;
+	TsNodeInstr *instr = node->instrument;
+	Instrumentation *flags = TS_INSTR_FLAGS(instr);
 	TupleTableSlot *result;
 	BufferUsage bufusage_start;
 	WalUsage	walusage_start;
-	uint64		start = 0;
+	int64		start = 0;
 	bool		timed;
 	uint64		weight = 1;
 
 	if (full)
 	{
-		if (instr->need_bufusage)
+		if (flags->need_bufusage)
 			bufusage_start = pgBufferUsage;
-		if (instr->need_walusage)
+		if (flags->need_walusage)
 			walusage_start = pgWalUsage;
 	}
 
@@ -252,32 +304,33 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, bool full)
 		timed = false;
 
 	if (timed)
-		start = tsclock_read_fast();
+		start = ts_clock_read(clock);
 	result = node->ExecProcNodeReal(node);
 	if (timed)
 	{
-		int64		ticks = (int64) (tsclock_read_fast() - start);
+		int64		ticks = ts_clock_read(clock) - start;
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
-		 * session may use it, so a negative difference cannot really
-		 * happen; should it, count nothing rather than an absurd interval.
+		 * session may use it, and the system clock is monotonic, so a
+		 * negative difference cannot really happen; should it, count
+		 * nothing rather than an absurd interval.
 		 */
 		if (likely(ticks > 0))
-			ts_instr_time_add_ns(&instr->counter,
-								 tsclock_ticks_to_ns((uint64) ticks) * weight);
-		ts_pending_calls++;
+			ts_clock_accum(clock, &instr->counter, ticks, weight);
+		if (clock != TS_CLK_CORE_SYSTEM)
+			ts_pending_calls++;
 	}
 
 	if (full)
 	{
-		if (instr->need_bufusage &&
+		if (flags->need_bufusage &&
 			ts_usage_changed(&pgBufferUsage, &bufusage_start, sizeof(BufferUsage)))
-			BufferUsageAccumDiff(&instr->bufusage, &pgBufferUsage,
+			BufferUsageAccumDiff(&flags->bufusage, &pgBufferUsage,
 								 &bufusage_start);
-		if (instr->need_walusage &&
+		if (flags->need_walusage &&
 			ts_usage_changed(&pgWalUsage, &walusage_start, sizeof(WalUsage)))
-			WalUsageAccumDiff(&instr->walusage, &pgWalUsage,
+			WalUsageAccumDiff(&flags->walusage, &pgWalUsage,
 							  &walusage_start);
 	}
 
@@ -301,23 +354,6 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, bool full)
 	return result;
 }
 
-#define TS_WRAPPER(name, timing, full) \
-static TupleTableSlot * \
-name(PlanState *node) \
-{ \
-	return ts_exec_proc_node_body(node, timing, full); \
-}
-
-/* every call timed: the common EXPLAIN ANALYZE case, and with usage */
-TS_WRAPPER(ts_exec_proc_node_timer, TS_TIME_EXACT, false)
-TS_WRAPPER(ts_exec_proc_node_full, TS_TIME_EXACT, true)
-/* timing_source.sample_every > 1 */
-TS_WRAPPER(ts_exec_proc_node_sampled, TS_TIME_SAMPLED, false)
-TS_WRAPPER(ts_exec_proc_node_sampled_full, TS_TIME_SAMPLED, true)
-/* no timer (TIMING OFF): rows, loops and usage only, no clock */
-TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, false)
-TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, true)
-
 /*
  * First call of a bound node: core's ExecProcNodeFirst checks the stack
  * depth once per node (ExecProcNode calls for a node are made at roughly
@@ -327,11 +363,12 @@ TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, true)
 static pg_attribute_always_inline TupleTableSlot *
 ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full)
 {
-	Instrumentation *instr = node->instrument;
+	TsNodeInstr *instr = node->instrument;
+	Instrumentation *flags = TS_INSTR_FLAGS(instr);
 
 	check_stack_depth();
 
-	if (instr->need_bufusage || instr->need_walusage || instr->async_mode)
+	if (flags->need_bufusage || flags->need_walusage || instr->async_mode)
 		node->ExecProcNode = full;
 	else
 		node->ExecProcNode = lean;
@@ -339,18 +376,55 @@ ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full)
 	return node->ExecProcNode(node);
 }
 
-static TupleTableSlot *
-ts_exec_proc_node_first(PlanState *node)
+/* The wrappers of one clock, and the first-call functions that pick them */
+typedef struct TsWrapperSet
 {
-	return ts_first_call(node, ts_exec_proc_node_timer, ts_exec_proc_node_full);
+	ExecProcNodeMtd first;		/* every call timed */
+	ExecProcNodeMtd first_sampled;	/* timing_source.sample_every > 1 */
+	ExecProcNodeMtd sampled;
+	ExecProcNodeMtd sampled_full;
+} TsWrapperSet;
+
+#define TS_WRAPPER(name, timing, clock, full) \
+static TupleTableSlot * \
+name(PlanState *node) \
+{ \
+	return ts_exec_proc_node_body(node, timing, clock, full); \
 }
 
-static TupleTableSlot *
-ts_exec_proc_node_first_sampled(PlanState *node)
-{
-	return ts_first_call(node, ts_exec_proc_node_sampled,
-						 ts_exec_proc_node_sampled_full);
-}
+#define TS_WRAPPER_SET(set, clock) \
+TS_WRAPPER(set##_timer, TS_TIME_EXACT, clock, false) \
+TS_WRAPPER(set##_full, TS_TIME_EXACT, clock, true) \
+TS_WRAPPER(set##_sampled, TS_TIME_SAMPLED, clock, false) \
+TS_WRAPPER(set##_sampled_full, TS_TIME_SAMPLED, clock, true) \
+static TupleTableSlot * \
+set##_first(PlanState *node) \
+{ \
+	return ts_first_call(node, set##_timer, set##_full); \
+} \
+static TupleTableSlot * \
+set##_first_sampled(PlanState *node) \
+{ \
+	return ts_first_call(node, set##_sampled, set##_sampled_full); \
+} \
+static const TsWrapperSet set = { \
+	set##_first, set##_first_sampled, set##_sampled, set##_sampled_full \
+};
+
+#ifdef TS_CORE_CLOCK
+/* 19: core's clock, as core had chosen it when the query started */
+#if TS_CORE_HAVE_TSC
+TS_WRAPPER_SET(ts_wrappers_core_tsc, TS_CLK_CORE_TSC)
+#endif
+TS_WRAPPER_SET(ts_wrappers_core_system, TS_CLK_CORE_SYSTEM)
+#else
+/* 15-18: the extension's TSC */
+TS_WRAPPER_SET(ts_wrappers_tsc, TS_CLK_OWN_TSC)
+#endif
+
+/* no timer (TIMING OFF): rows, loops and usage only, no clock */
+TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLK_CORE_SYSTEM, false)
+TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLK_CORE_SYSTEM, true)
 
 static TupleTableSlot *
 ts_exec_proc_node_first_rows(PlanState *node)
@@ -360,12 +434,26 @@ ts_exec_proc_node_first_rows(PlanState *node)
 
 #ifdef TS_HAVE_EXPLAIN_NODE_HOOK
 /* Whether a node was bound with sampled timing, and its N (0 if not) */
+static bool
+ts_is_sampled(PlanState *node, const TsWrapperSet *set)
+{
+	return node->ExecProcNode == set->first_sampled ||
+		node->ExecProcNode == set->sampled ||
+		node->ExecProcNode == set->sampled_full;
+}
+
 static uint64
 ts_node_sample_every(PlanState *node)
 {
-	if (node->ExecProcNode == ts_exec_proc_node_first_sampled ||
-		node->ExecProcNode == ts_exec_proc_node_sampled ||
-		node->ExecProcNode == ts_exec_proc_node_sampled_full)
+#ifdef TS_CORE_CLOCK
+	if (
+#if TS_CORE_HAVE_TSC
+		ts_is_sampled(node, &ts_wrappers_core_tsc) ||
+#endif
+		ts_is_sampled(node, &ts_wrappers_core_system))
+#else
+	if (ts_is_sampled(node, &ts_wrappers_tsc))
+#endif
 		return ((TsInstrumentation *) node->instrument)->weight;
 	return 0;
 }
@@ -393,10 +481,12 @@ ts_multi_exec_node(PlanState *node)
 
 typedef struct TsBindContext
 {
-	int			ntimed;			/* nodes bound to a TSC-timed wrapper */
+	int			ntimed;			/* nodes bound to a timed wrapper */
 	int			nrows;			/* nodes bound to a clock-less wrapper */
 	int			sample_every;	/* > 1: sampled timing */
+	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
+	List	   *timed;			/* 19: PlanStates bound to a timed wrapper */
 } TsBindContext;
 
 /*
@@ -420,7 +510,7 @@ ts_bind_node(PlanState *node, void *context)
 		node->ExecProcNode == ts_core_first &&
 		!ts_multi_exec_node(node))
 	{
-		if (!node->instrument->need_timer)
+		if (!TS_INSTR_FLAGS(node->instrument)->need_timer)
 		{
 			node->ExecProcNode = ts_exec_proc_node_first_rows;
 			bc->nrows++;
@@ -429,24 +519,31 @@ ts_bind_node(PlanState *node, void *context)
 		{
 			TsInstrumentation *ti = MemoryContextAlloc(bc->cxt, sizeof(TsInstrumentation));
 
-			memcpy(&ti->instr, node->instrument, sizeof(Instrumentation));
+			memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
 			ti->weight = (uint64) bc->sample_every;
 			ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 			ti->countdown = ts_sample_gap(ti);
 			node->instrument = &ti->instr;
-			node->ExecProcNode = ts_exec_proc_node_first_sampled;
+			node->ExecProcNode = bc->set->first_sampled;
 			bc->ntimed++;
+#ifdef TS_CORE_CLOCK
+			bc->timed = lappend(bc->timed, node);
+#endif
 		}
 		else
 		{
-			node->ExecProcNode = ts_exec_proc_node_first;
+			node->ExecProcNode = bc->set->first;
 			bc->ntimed++;
+#ifdef TS_CORE_CLOCK
+			bc->timed = lappend(bc->timed, node);
+#endif
 		}
 	}
 
 	return planstate_tree_walker(node, ts_bind_node, context);
 }
 
+#ifndef TS_CORE_CLOCK
 /* Both clocks at one instant: the tightest of a few RDTSCP brackets */
 static void
 ts_watch_read(TsWatch *w)
@@ -566,11 +663,147 @@ ts_watch_end(TsWatch *start)
 			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
 					 "timing_source_tsc() shows the watchdog's counts; restart the server to detect the TSC again.")));
 }
+#endif							/* !TS_CORE_CLOCK */
+
+#ifdef TS_CORE_CLOCK
+/*
+ * 19: a query whose nodes are bound to core's clock, the unit its
+ * wrappers' ticks are in (core's ticks-to-ns factor when it started) and
+ * the nodes they time.
+ *
+ * Core converts every instr_time to nanoseconds when EXPLAIN prints, with
+ * the factor current then; a superuser's SET timing_clock_source inside
+ * the query (in a function it calls, say) changes that factor, and
+ * core's own wrappers then mix ticks of two clocks in one counter.  The
+ * extension's wrappers keep reading the clock the query started with, in
+ * its unit, and ExecutorFinish, after the last node has run and before
+ * EXPLAIN or auto_explain print, converts their nodes' times into the
+ * unit core will print them with.
+ */
+typedef struct TsBoundQuery
+{
+	QueryDesc  *queryDesc;
+	uint64		unit;			/* ts_core_ticks_unit() when bound */
+	List	   *nodes;			/* PlanStates bound to a timed wrapper */
+	struct TsBoundQuery *next;
+	MemoryContextCallback cb;
+} TsBoundQuery;
+
+/* queries bound, innermost first (nesting makes several) */
+static TsBoundQuery *ts_bound_queries = NULL;
+
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
+
+static void
+ts_bound_forget(void *arg)
+{
+	TsBoundQuery **p;
+
+	for (p = &ts_bound_queries; *p != NULL; p = &(*p)->next)
+	{
+		if (*p == (TsBoundQuery *) arg)
+		{
+			*p = (*p)->next;
+			return;
+		}
+	}
+}
+
+static void
+ts_bound_remember(QueryDesc *queryDesc, List *nodes)
+{
+	MemoryContext cxt = queryDesc->estate->es_query_cxt;
+	TsBoundQuery *bq = MemoryContextAllocZero(cxt, sizeof(TsBoundQuery));
+
+	bq->queryDesc = queryDesc;
+	bq->unit = ts_core_ticks_unit();
+	bq->nodes = nodes;
+	bq->cb.func = ts_bound_forget;
+	bq->cb.arg = bq;
+	MemoryContextRegisterResetCallback(cxt, &bq->cb);
+	bq->next = ts_bound_queries;
+	ts_bound_queries = bq;
+}
+
+static inline void
+ts_rebase_time(instr_time *t, uint64 from_unit)
+{
+	t->ticks = ts_core_ns_to_ticks(ts_core_ticks_to_ns(t->ticks, from_unit));
+}
+
+static void
+ts_rebase_node(NodeInstrumentation *ni, uint64 from_unit)
+{
+	ts_rebase_time(&ni->counter, from_unit);
+	ts_rebase_time(&ni->firsttuple, from_unit);
+	ts_rebase_time(&ni->startup, from_unit);
+	ts_rebase_time(&ni->instr.total, from_unit);
+}
+
+/*
+ * Times of a bound query's nodes, so far in the unit of the clock it
+ * started with, into the unit core converts with now.  Parallel workers'
+ * figures, which the leader has added to its nodes and keeps per worker,
+ * are taken to be in the same unit as the leader's (the workers bound
+ * their nodes when the leader launched them, with the leader's settings).
+ */
+static void
+ts_bound_rebase(TsBoundQuery *bq)
+{
+	uint64		now = ts_core_ticks_unit();
+	ListCell   *lc;
+
+	if (now == bq->unit)
+		return;
+
+	foreach(lc, bq->nodes)
+	{
+		PlanState  *node = (PlanState *) lfirst(lc);
+
+		ts_rebase_node(node->instrument, bq->unit);
+		if (node->worker_instrument != NULL)
+		{
+			for (int i = 0; i < node->worker_instrument->num_workers; i++)
+				ts_rebase_node(&node->worker_instrument->instrument[i], bq->unit);
+		}
+	}
+
+	ereport(DEBUG1,
+			(errmsg_internal("timing_source: timing_clock_source changed during the query; times of %d plan nodes converted to the new clock's unit",
+							 list_length(bq->nodes))));
+	bq->unit = now;
+}
+
+static void
+ts_ExecutorFinish(QueryDesc *queryDesc)
+{
+	TsBoundQuery *bq;
+
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+
+	for (bq = ts_bound_queries; bq != NULL; bq = bq->next)
+	{
+		if (bq->queryDesc == queryDesc)
+		{
+			ts_bound_rebase(bq);
+			break;
+		}
+	}
+}
+#endif							/* TS_CORE_CLOCK */
 
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
-	bool		use_tsc;
+	TsClock		clock;
+	const TsWrapperSet *set;
+	EState	   *estate;
+	TsBindContext bc;
+	ListCell   *lc;
+	MemoryContext oldcxt;
 
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -583,45 +816,82 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
 
+#ifdef TS_CORE_CLOCK
+
+	/*
+	 * 19: core's clock as core uses it now, for the whole query; a worker
+	 * has its leader's settings, timing_source.node_wrappers included.
+	 */
+	if (!ts_node_wrappers)
+		return;
+#if TS_CORE_HAVE_TSC
+	if (ts_core_uses_tsc())
+	{
+		clock = TS_CLK_CORE_TSC;
+		set = &ts_wrappers_core_tsc;
+	}
+	else
+#endif
+	{
+		clock = TS_CLK_CORE_SYSTEM;
+		set = &ts_wrappers_core_system;
+	}
+#else
+
 	/*
 	 * Decide (this brings the process's view up to date), then pass the
 	 * decision on: workers this query starts must decide as this process
 	 * does now, also when that is the system clock.
 	 */
-	use_tsc = ts_session_uses_tsc();
-	ts_export_decision();
-
-	if (use_tsc)
+	if (!ts_session_uses_tsc())
 	{
-		EState	   *estate = queryDesc->estate;
-		TsBindContext bc;
-		ListCell   *lc;
-
-		bc.ntimed = bc.nrows = 0;
-		bc.sample_every = ts_sample_every;
-		bc.cxt = estate->es_query_cxt;
-		if (bc.sample_every > 1)
-			ts_rng_seed();
-
-		ts_bind_node(queryDesc->planstate, &bc);
-
-		/* subplans not reachable from the main tree (normally none) */
-		foreach(lc, estate->es_subplanstates)
-			ts_bind_node((PlanState *) lfirst(lc), &bc);
-
-		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
-			ereport(DEBUG1,
-					(errmsg_internal("timing_source: %d plan nodes timed with the TSC%s",
-									 bc.ntimed,
-									 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls", bc.sample_every) : "")));
-		else
-			ereport(DEBUG1,
-					(errmsg_internal("timing_source: %d plan nodes counted without a clock",
-									 bc.nrows)));
-
-		if (bc.ntimed > 0 && !IsParallelWorker())
-			ts_watch_start(queryDesc);
+		ts_export_decision();
+		return;
 	}
+	ts_export_decision();
+	clock = TS_CLK_OWN_TSC;
+	set = &ts_wrappers_tsc;
+#endif
+
+	estate = queryDesc->estate;
+	bc.ntimed = bc.nrows = 0;
+	bc.sample_every = ts_sample_every;
+	bc.set = set;
+	bc.cxt = estate->es_query_cxt;
+	bc.timed = NIL;
+	if (bc.sample_every > 1)
+		ts_rng_seed();
+
+	/* the list of bound nodes lives as long as the query */
+	oldcxt = MemoryContextSwitchTo(estate->es_query_cxt);
+
+	ts_bind_node(queryDesc->planstate, &bc);
+
+	/* subplans not reachable from the main tree (normally none) */
+	foreach(lc, estate->es_subplanstates)
+		ts_bind_node((PlanState *) lfirst(lc), &bc);
+
+	MemoryContextSwitchTo(oldcxt);
+
+	if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+		ereport(DEBUG1,
+				(errmsg_internal("timing_source: %d plan nodes timed with the %s%s",
+								 bc.ntimed,
+								 clock == TS_CLK_CORE_SYSTEM ? "system clock" : "TSC",
+								 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls", bc.sample_every) : "")));
+	else
+		ereport(DEBUG1,
+				(errmsg_internal("timing_source: %d plan nodes counted without a clock",
+								 bc.nrows)));
+
+	if (bc.ntimed == 0)
+		return;
+#ifdef TS_CORE_CLOCK
+	ts_bound_remember(queryDesc, bc.timed);
+#else
+	if (!IsParallelWorker())
+		ts_watch_start(queryDesc);
+#endif
 }
 
 #ifdef TS_HAVE_EXPLAIN_NODE_HOOK
@@ -652,6 +922,7 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
 {
+#ifndef TS_CORE_CLOCK
 	TsWatch    *w;
 
 	for (w = ts_watches; w != NULL; w = w->next)
@@ -662,6 +933,7 @@ ts_ExecutorEnd(QueryDesc *queryDesc)
 			break;
 		}
 	}
+#endif
 
 	if (ts_pending_calls > 0)
 	{
@@ -699,19 +971,23 @@ ts_instrument_init(void)
 	ExecutorStart_hook = ts_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
+#ifdef TS_CORE_CLOCK
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = ts_ExecutorFinish;
+#endif
 #ifdef TS_HAVE_EXPLAIN_NODE_HOOK
 	prev_explain_per_node = explain_per_node_hook;
 	explain_per_node_hook = ts_explain_per_node;
 #endif
 }
 
-#else							/* !(TS_HAVE_EXECUTOR_HOOK &&
-								 * TSCLOCK_HAVE_TSC) */
+#else							/* !(TS_HAVE_EXECUTOR_HOOK && (TSCLOCK_HAVE_TSC
+								 * || TS_CORE_CLOCK)) */
 
 /*
- * No TSC in this build, or core times nodes itself (PostgreSQL 19+), or
- * instr_time is not in nanoseconds: only the system clock is offered,
- * which is what core already uses.  Nothing to install.
+ * No TSC in this build of an extension for 15-18, or instr_time is not in
+ * nanoseconds, or a major the wrappers do not know (20devel): only core's
+ * own path is offered.  Nothing to install.
  */
 void
 ts_instrument_init(void)

@@ -20,8 +20,11 @@
  *	 not SET its own value.
  *
  * On PostgreSQL 19 and later, core owns timing_clock_source: we define
- * neither setting nor the executor hook, and only answer questions about
- * what core uses.
+ * neither setting.  There timing_source.node_wrappers (on by default)
+ * times plan nodes through the extension's wrappers, which are cheaper
+ * than core's own (README: "PostgreSQL 19"), with core's clock as core
+ * chose it at the start of each query; timing_source.sample_every works
+ * there too.
  *
  *-------------------------------------------------------------------------
  */
@@ -65,6 +68,7 @@ static const struct config_enum_entry server_source_options[] = {
 static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
 int			ts_sample_every = 1;
+bool		ts_node_wrappers = true;
 
 /*
  * timing_source.parallel_clock: hidden, set only by this library.  The
@@ -350,6 +354,22 @@ show_session_source(void)
 	}
 }
 
+static void
+ts_define_sample_every(void)
+{
+	DefineCustomIntVariable("timing_source.sample_every",
+							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
+							"1 (the default) times every call.  With N > 1, each node times the first "
+							"call of every loop, so startup times stay exact, and about 1 in N of its "
+							"other calls, chosen at random, and scales those up to all calls: "
+							"total times are estimates, rows and loops are exact.",
+							&ts_sample_every,
+							1, 1, 1000000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+}
+
 void
 _PG_init(void)
 {
@@ -367,7 +387,24 @@ _PG_init(void)
 	ts_shared_init();
 
 	if (ts_core_owns_setting)
+	{
+		DefineCustomBoolVariable("timing_source.node_wrappers",
+								 "Times plan nodes through timing_source's executor wrappers, with core's clock.",
+								 "On, plan nodes that EXPLAIN ANALYZE or auto_explain instrument run through "
+								 "the extension's wrappers, which read the clock core's timing_clock_source "
+								 "had chosen when the query started and count rows, loops and buffers exactly "
+								 "as core does, at less cost; timing_source.sample_every works only with them. "
+								 "Off, core's own instrumentation runs unchanged.",
+								 &ts_node_wrappers,
+								 true,
+								 PGC_USERSET,
+								 0,
+								 NULL, NULL, NULL);
+		ts_define_sample_every();
+		MarkGUCPrefixReserved("timing_source");
+		ts_instrument_init();
 		return;
+	}
 
 	DefineCustomEnumVariable("timing_source.clock_source",
 							 "Server-wide default of timing_clock_source.",
@@ -402,17 +439,7 @@ _PG_init(void)
 							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
 							   check_parallel_clock, assign_parallel_clock, NULL);
 
-	DefineCustomIntVariable("timing_source.sample_every",
-							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
-							"1 (the default) times every call.  With N > 1, each node times the first "
-							"call of every loop, so startup times stay exact, and about 1 in N of its "
-							"other calls, chosen at random, and scales those up to all calls: "
-							"total times are estimates, rows and loops are exact.",
-							&ts_sample_every,
-							1, 1, 1000000,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
+	ts_define_sample_every();
 
 	MarkGUCPrefixReserved("timing_source");
 

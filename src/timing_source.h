@@ -68,6 +68,12 @@ extern bool ts_core_owns_setting;
 extern int	ts_sample_every;
 
 /*
+ * timing_source.node_wrappers (19+): time plan nodes through the
+ * extension's wrappers, reading core's clock, rather than core's own
+ */
+extern bool ts_node_wrappers;
+
+/*
  * Mark the TSC unusable in this process (and, when preloaded, in every
  * process of the server) because the per-query watchdog caught it
  * disagreeing with the system clock.  Queries already bound keep it.

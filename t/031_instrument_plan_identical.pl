@@ -13,6 +13,10 @@
 #	the line EXPLAIN adds for it, "Timing: sampled, 1 in 64 calls", is
 #	checked and then dropped).
 #
+# On 19 and later the wrappers read core's clock (timing_source.
+# node_wrappers, on by default); there the loaded server also runs
+# everything with the setting off, which must give core's own output.
+#
 # TIMING OFF goes through the library's own clock-less wrappers where the
 # session's source is the TSC, so those outputs also check that they count
 # exactly what core counts.
@@ -58,9 +62,8 @@ my $tsc = $node->safe_psql('postgres',
 );
 $node->safe_psql('postgres', 'DROP EXTENSION timing_source');
 
-# PostgreSQL 19 and later own timing_clock_source and time the nodes in
-# core; the library is loaded all the same, and must change nothing.  The
-# clock is core's TSC where core accepts it.
+# PostgreSQL 19 and later own timing_clock_source; the extension's
+# wrappers read core's clock, the TSC where core accepts it.
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
 my $core_owns = $major >= 19;
 if ($core_owns)
@@ -117,17 +120,20 @@ sub explain_all
 
 my $loaded = explain_all("SET timing_clock_source = '$tsc';\n");
 like($loaded, qr/actual time=T\.\.T/, 'timed plans were produced');
-# sampled timing is the extension's (15-18); on 19+ there is none to check
-my $sampled = $core_owns ? ''
-  : explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
+my $sampled =
+  explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
 	@timed_options);
 my $nsampled = () = $sampled =~ /^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)$/mg;
-SKIP:
-{
-	skip 'PostgreSQL 19+: the extension has no sampled timing there (core times the nodes)', 1 if $core_owns;
-	is($nsampled, ($major >= 18 && $tsc eq 'tsc') ? scalar(@queries) * scalar(@timed_options) : 0,
-		'sampled plans say so once per plan on 18 with the TSC, never elsewhere');
-}
+# 18 samples with the TSC only; 19 with whichever clock core uses
+is($nsampled,
+	($major >= 19 || ($major >= 18 && $tsc eq 'tsc'))
+	? scalar(@queries) * scalar(@timed_options) : 0,
+	'sampled plans say so once per plan on 18 with the TSC and on 19+, never elsewhere');
+# 19+: the same server with the wrappers switched off runs core's own
+# instrumentation
+my $wrappers_off = $core_owns
+  ? explain_all("SET timing_clock_source = '$tsc'; SET timing_source.node_wrappers = off;\n")
+  : '';
 $sampled =~ s/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)\n//mg;
 
 # Where the TSC is used, make sure it really was: the hook reports the
@@ -144,15 +150,16 @@ if ($tsc eq 'tsc')
 	  $out =~ /(?:^|->)\s*(?:Hash|Bitmap Index Scan[^(]*|BitmapAnd|BitmapOr)\s+\(actual time=/mg;
 	my $bound = $nodes - $multi;
 	ok($multi > 0, "the query has $multi node(s) run through MultiExecProcNode");
+	like($err, qr/timing_source: $bound plan nodes timed with the TSC/,
+		"the timed run used the TSC path for the other $bound nodes");
 	if ($core_owns)
 	{
+		($ret, $out, $err) = $node->psql('postgres',
+			"SET client_min_messages = debug1; SET timing_clock_source = 'tsc'; "
+			  . "SET timing_source.node_wrappers = off; "
+			  . "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) $queries[1]");
 		unlike($err, qr/timing_source: \d+ plan nodes/,
-			"19+: core's TSC timed every node, the extension bound none");
-	}
-	else
-	{
-		like($err, qr/timing_source: $bound plan nodes timed with the TSC/,
-			"the timed run used the TSC path for the other $bound nodes");
+			"19+: with timing_source.node_wrappers off the extension binds no node");
 	}
 }
 
@@ -182,10 +189,12 @@ for my $i (0 .. $#l)
 }
 ok($loaded eq $stock, 'EXPLAIN output byte-identical with and without the library')
   or diag($first_diff);
+is($sampled, $stock_timed, 'sampled timing: output identical to stock but for the masked times');
 SKIP:
 {
-	skip 'PostgreSQL 19+: the extension has no sampled timing there (core times the nodes)', 1 if $core_owns;
-	is($sampled, $stock_timed, 'sampled timing: output identical to stock but for the masked times');
+	skip 'PostgreSQL 15-18: timing_source.node_wrappers exists on 19+ only', 1 unless $core_owns;
+	ok($wrappers_off eq $stock,
+		'19+: timing_source.node_wrappers off: output identical to stock');
 }
 
 $node->stop;

@@ -63,15 +63,16 @@ sub timed_calls
 	my @n = $out =~ /^(\d+)$/mg;
 	return $n[-1] - $n[0];
 }
-# PostgreSQL 19 and later time the nodes in core: no call goes through the
-# extension there, whatever core's clock
+# PostgreSQL 19 and later: the wrappers read core's clock, so what counts
+# is whether core's "auto" resolves to its TSC
 # the major as a number: a release candidate's pg_version ("19rc1")
 # orders below 19 in PostgreSQL::Version
 my ($pg_major) = ("" . $standby->pg_version) =~ /^(\d+)/;
-my $core_owns = $pg_major >= 19;
-is(timed_calls('auto'), ($tsc && !$core_owns) ? 10003 : 0,
-	$core_owns ? '19+: EXPLAIN ANALYZE on the standby is timed by core, no call by the extension'
-	: $tsc ? 'EXPLAIN ANALYZE on the standby is timed with the TSC: 10,003 calls'
+my $timed_tsc = $pg_major >= 19
+  ? $standby->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)'
+  : $tsc;
+is(timed_calls('auto'), $timed_tsc ? 10003 : 0,
+	$timed_tsc ? 'EXPLAIN ANALYZE on the standby is timed with the TSC: 10,003 calls'
 	: 'EXPLAIN ANALYZE on the standby: no call timed with the TSC where it is unusable');
 is(timed_calls('system'), 0, 'under system, none');
 
