@@ -25,6 +25,16 @@ SELECT count(*) FILTER (WHERE mode = 'tsc') =
        count(*) FILTER (WHERE mode = 'tsc' AND overhead_ns_per_row IS NULL) AS tsc_without_overhead
   FROM timing_source_compare('SELECT 1', 1);
 
+-- with sampled timing set, explain_options names it for the modes it
+-- applies to: the TSC's through 18; on 19 the wrappers sample with core's
+-- clock, whichever it is, so both timed modes
+SET timing_source.sample_every = 8;
+SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8', false) =
+                (mode = 'tsc' OR (mode = 'system' AND current_setting('server_version_num')::int >= 190000)))
+         AS options_name_sampling_where_it_applies
+  FROM timing_source_compare('SELECT 1', 1);
+RESET timing_source.sample_every;
+
 -- rows through timed nodes: Actual Rows x Actual Loops summed over all
 -- nodes, recovered from overhead_ns_per_row = (median - median of timing
 -- off) / (2 x rows).  Outer scan 1,000 rows; correlated subplan run 1,000

@@ -348,9 +348,12 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	options[MODE_PLAIN] = NULL;
 	options[MODE_OFF] = "ANALYZE, TIMING OFF; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
 	options[MODE_SYSTEM] = "ANALYZE; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
-	options[MODE_TSC] = ts_sample_every > 1 && !ts_core_owns_setting ?
-		psprintf("%s; timing_source.sample_every = %d", options[MODE_SYSTEM], ts_sample_every) :
-		options[MODE_SYSTEM];
+	options[MODE_TSC] = options[MODE_SYSTEM];
+	/* sampled timing: with the TSC through 18, with either clock on 19 */
+	for (int m = MODE_SYSTEM; m <= MODE_TSC; m++)
+		if (ts_instrument_samples(m == MODE_TSC))
+			options[m] = psprintf("%s; timing_source.sample_every = %d",
+								  options[m], ts_sample_every);
 	for (int m = 0; m < nmodes; m++)
 		times[m] = palloc(sizeof(double) * runs);
 

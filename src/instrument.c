@@ -128,6 +128,28 @@ ts_clock_accum(TsClock clock, instr_time *counter, int64 ticks, uint64 weight)
 #endif
 }
 
+/*
+ * Keep a counter at most "ticks" of "clock" (a positive interval): a
+ * sampled node's estimate for its current loop may not exceed the wall time
+ * since the loop started.  Called on sampled calls only.
+ */
+static void
+ts_clock_clamp(TsClock clock, instr_time *counter, int64 ticks)
+{
+#ifdef TS_CORE_CLOCK
+	if (counter->ticks > ticks)
+		counter->ticks = ticks;
+#else
+	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
+
+	if (INSTR_TIME_GET_DOUBLE(*counter) * 1e9 > (double) ns)
+	{
+		INSTR_TIME_SET_ZERO(*counter);
+		ts_instr_time_add_ns(counter, ns);
+	}
+#endif
+}
+
 #ifndef TS_CORE_CLOCK
 /*
  * Per-query watchdog (15-18 only: on 19 the clock is core's, and so is
@@ -172,6 +194,13 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * duration (the Horvitz-Thompson estimator: unbiased for the node's total
  * whatever the distribution of call durations); unsampled calls read no
  * clock.
+ *
+ * The estimator's variance is that of its rare slow calls times N: a
+ * sampled call that was preempted for a few milliseconds (common with more
+ * busy processes than CPUs, parallel workers included) counts N times.  So
+ * after each sampled call the loop's estimate is capped at the wall time
+ * since the loop's first call began, which no node can exceed: an estimate
+ * may still be high, but never longer than the node has been running.
  */
 typedef struct TsInstrumentation
 {
@@ -179,6 +208,7 @@ typedef struct TsInstrumentation
 	uint64		weight;			/* N */
 	int64		countdown;		/* calls until the next sampled one */
 	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
+	int64		loop_start;		/* clock reading at the loop's first call */
 } TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
@@ -308,7 +338,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 	result = node->ExecProcNodeReal(node);
 	if (timed)
 	{
-		int64		ticks = ts_clock_read(clock) - start;
+		int64		end = ts_clock_read(clock);
+		int64		ticks = end - start;
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
@@ -318,6 +349,15 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 		 */
 		if (likely(ticks > 0))
 			ts_clock_accum(clock, &instr->counter, ticks, weight);
+		if (timing == TS_TIME_SAMPLED)
+		{
+			TsInstrumentation *ti = (TsInstrumentation *) instr;
+
+			if (unlikely(!instr->running))
+				ti->loop_start = start;
+			else if (weight > 1 && end > ti->loop_start)
+				ts_clock_clamp(clock, &instr->counter, end - ti->loop_start);
+		}
 		if (clock != TS_CLK_CORE_SYSTEM)
 			ts_pending_calls++;
 	}
@@ -523,6 +563,7 @@ ts_bind_node(PlanState *node, void *context)
 			ti->weight = (uint64) bc->sample_every;
 			ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 			ti->countdown = ts_sample_gap(ti);
+			ti->loop_start = 0;
 			node->instrument = &ti->instr;
 			node->ExecProcNode = bc->set->first_sampled;
 			bc->ntimed++;
@@ -954,6 +995,20 @@ ts_exec_proc_node_unused(PlanState *node)
 	return NULL;
 }
 
+bool
+ts_instrument_samples(bool tsc)
+{
+	if (ts_sample_every <= 1)
+		return false;
+#ifdef TS_CORE_CLOCK
+	/* 19: the wrappers read whichever clock core uses */
+	return ts_node_wrappers;
+#else
+	/* 15-18: only the TSC's wrappers sample; core times the system clock */
+	return tsc;
+#endif
+}
+
 void
 ts_instrument_init(void)
 {
@@ -989,6 +1044,12 @@ ts_instrument_init(void)
  * nanoseconds, or a major the wrappers do not know (20devel): only core's
  * own path is offered.  Nothing to install.
  */
+bool
+ts_instrument_samples(bool tsc)
+{
+	return false;
+}
+
 void
 ts_instrument_init(void)
 {

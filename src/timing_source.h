@@ -90,6 +90,13 @@ extern void ts_export_decision(void);
 /* executor glue (instrument.c) */
 extern void ts_instrument_init(void);
 
+/*
+ * Whether EXPLAIN ANALYZE run now, with the TSC (tsc) or the system clock,
+ * would time nodes sampled (timing_source.sample_every > 1 and wrappers
+ * that sample with that clock).
+ */
+extern bool ts_instrument_samples(bool tsc);
+
 /* state shared across processes when preloaded (shared.c) */
 typedef struct TsStats
 {

@@ -125,6 +125,27 @@ for (1 .. 3)
 cmp_ok(abs($best - $truth) / $truth, '<', 0.25,
 	sprintf('1 in 4 with every 4th call slow: %.1f ms estimated, exact %.1f ms (best of 3)', $best, $truth));
 
+# An estimate is capped at the wall time its loop has run.  A scan whose
+# second of three calls sleeps 50 ms, sampled 1 in 2: when that call is
+# sampled (half the runs), it counts twice, 100 ms, in a query of 50 ms;
+# the cap keeps the node's time within the query's.  30 runs: the chance
+# that no run samples the slow call is 2^-30.
+if ($tsc || $major >= 19)
+{
+	my $slow = q{SELECT * FROM (VALUES (1), (2)) v(x) WHERE CASE WHEN x = 2 THEN pg_sleep(0.05) IS NOT NULL ELSE true END};
+	my ($hits, @over) = (0);
+	for (1 .. 30)
+	{
+		my $p = plan_json(2, $slow);
+		my $total = $p->{Plan}{'Actual Total Time'} * $p->{Plan}{'Actual Loops'};
+		$hits++ if $total >= 45;
+		push @over, sprintf('%.3f ms in %.3f ms', $total, $p->{'Execution Time'})
+		  if $total > $p->{'Execution Time'} + 0.002;
+	}
+	is(join(', ', @over), '', 'sampled: no node time exceeds the query\'s execution time (30 runs, 1 in 2)');
+	cmp_ok($hits, '>', 0, "and runs did sample the slow call ($hits of 30)");
+}
+
 # startup stays exact: the first call of each loop is always timed
 my $sort = plan_json(64, 'SELECT * FROM t ORDER BY g DESC LIMIT 1')->{Plan}{Plans}[0];
 is($sort->{'Node Type'}, 'Sort', 'a Sort under the Limit');
