@@ -15,18 +15,8 @@ my $node = PostgreSQL::Test::Cluster->new('server_default');
 
 # PostgreSQL 19 and later own timing_clock_source and time plan nodes in
 # core: this test does not apply there.  The skip is stated (and counted).
-# the major as a number: a release candidate's pg_version ("19rc1")
-# orders below 19 in PostgreSQL::Version
-my ($pg_major) = ("" . $node->pg_version) =~ /^(\d+)/;
-if ($pg_major >= 19)
-{
-  SKIP:
-	{
-		skip 'PostgreSQL 19+: the extension defines neither timing_source.clock_source nor timing_clock_source there (core owns the latter; sql/init checks that)', 1;
-	}
-	done_testing();
-	exit 0;
-}
+skip_all_from_major($node, 19,
+	'the extension defines neither timing_source.clock_source nor timing_clock_source there (core owns the latter; sql/init checks that)');
 $node->init;
 $node->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'timing_source'

@@ -48,9 +48,7 @@ note $tsc ? 'TSC usable' : 'TSC unusable on this host';
 # postgresql.conf there); the extension's wrappers (timing_source.
 # node_wrappers, on by default) read core's clock, here its TSC, and bind
 # the same nodes as on 15-18, in the leader and in every worker.
-# the major as a number: a release candidate's pg_version ("19rc1")
-# orders below 19 in PostgreSQL::Version
-my ($pg_major) = ("" . $node->pg_version) =~ /^(\d+)/;
+my $pg_major = pg_major($node);
 my $core_owns = $pg_major >= 19;
 if ($core_owns)
 {

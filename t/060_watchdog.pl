@@ -26,18 +26,8 @@ my $node = PostgreSQL::Test::Cluster->new('watchdog');
 # PostgreSQL 19 and later own timing_clock_source: the wrappers read core's
 # clock, which core decided to trust, so there is no watchdog to test.
 # The skip is stated (and counted).
-# the major as a number: a release candidate's pg_version ("19rc1")
-# orders below 19 in PostgreSQL::Version
-my ($pg_major) = ("" . $node->pg_version) =~ /^(\d+)/;
-if ($pg_major >= 19)
-{
-  SKIP:
-	{
-		skip 'PostgreSQL 19+: the wrappers read core\'s clock, whose trust is core\'s decision, so the extension has no watchdog there', 1;
-	}
-	done_testing();
-	exit 0;
-}
+skip_all_from_major($node, 19,
+	'the wrappers read core\'s clock, whose trust is core\'s decision, so the extension has no watchdog there');
 $node->init;
 $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'timing_source'

@@ -42,18 +42,8 @@ my $node = PostgreSQL::Test::Cluster->new('distrust');
 
 # PostgreSQL 19 and later own timing_clock_source and time plan nodes in
 # core: this test does not apply there.  The skip is stated (and counted).
-# the major as a number: a release candidate's pg_version ("19rc1")
-# orders below 19 in PostgreSQL::Version
-my ($pg_major) = ("" . $node->pg_version) =~ /^(\d+)/;
-if ($pg_major >= 19)
-{
-  SKIP:
-	{
-		skip 'PostgreSQL 19+: core decides what "auto" uses there, not the extension', 1;
-	}
-	done_testing();
-	exit 0;
-}
+skip_all_from_major($node, 19,
+	'core decides what "auto" uses there, not the extension');
 $node->init;
 $node->append_conf('postgresql.conf', q{
 shared_preload_libraries = 'timing_source'

@@ -65,9 +65,7 @@ sub timed_calls
 }
 # PostgreSQL 19 and later: the wrappers read core's clock, so what counts
 # is whether core's "auto" resolves to its TSC
-# the major as a number: a release candidate's pg_version ("19rc1")
-# orders below 19 in PostgreSQL::Version
-my ($pg_major) = ("" . $standby->pg_version) =~ /^(\d+)/;
+my $pg_major = pg_major($standby);
 my $timed_tsc = $pg_major >= 19
   ? $standby->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)'
   : $tsc;

@@ -16,7 +16,7 @@ use warnings;
 use Exporter 'import';
 use Test::More;
 
-our @EXPORT = qw(expect_tsc_state);
+our @EXPORT = qw(expect_tsc_state pg_major skip_all_from_major);
 
 # expect_tsc_state(NODE [, DBNAME]): the extension must exist in DBNAME
 sub expect_tsc_state
@@ -29,6 +29,30 @@ sub expect_tsc_state
 		    FROM timing_source_tsc()});
 	is($got, $want, 'the server sees the TSC state this run expects: '
 		  . ($want eq 'available' ? 'usable' : 'unusable'));
+}
+
+# pg_major(NODE): the server's major version as a number.  A release
+# candidate's pg_version ("19rc1") orders below 19 in PostgreSQL::Version,
+# so the leading digits are taken instead.
+sub pg_major
+{
+	my ($node) = @_;
+	my ($major) = ("" . $node->pg_version) =~ /^(\d+)/;
+	return $major;
+}
+
+# skip_all_from_major(NODE, MAJOR, REASON): on MAJOR and later the whole
+# file does not apply; say why in one counted skip and end the test.
+sub skip_all_from_major
+{
+	my ($node, $from, $reason) = @_;
+	return if pg_major($node) < $from;
+  SKIP:
+	{
+		skip "PostgreSQL $from+: $reason", 1;
+	}
+	done_testing();
+	exit 0;
 }
 
 1;
