@@ -280,28 +280,6 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 #include "commands/explain_state.h"
 #endif
 
-/*
- * The node wrappers' snapshot stack (src/instrument.c) tells whether
- * pgBufferUsage changed by a "witness": the wrapping sum of its 64-bit
- * words, which only works when every word is non-decreasing.  From 16 on
- * every word is a count or an instr_time tick count.  In 15 the four
- * instr_time fields are struct timespec, whose tv_nsec drops when tv_sec
- * rises (core keeps them normalized, tv_nsec < 10^9); weighing tv_sec by
- * 2^30 > 10^9 makes each time's contribution, 2^30 tv_sec + tv_nsec,
- * strictly increasing with the time: the sum already has tv_sec once,
- * this adds the rest.
- */
-#if PG_VERSION_NUM < 160000
-#define TS_BUFUSAGE_WITNESS_EXTRA(bu) \
-	(((uint64) (bu)->blk_read_time.tv_sec + \
-	  (uint64) (bu)->blk_write_time.tv_sec + \
-	  (uint64) (bu)->temp_blk_read_time.tv_sec + \
-	  (uint64) (bu)->temp_blk_write_time.tv_sec) * \
-	 ((UINT64CONST(1) << 30) - 1))
-#else
-#define TS_BUFUSAGE_WITNESS_EXTRA(bu) ((uint64) 0)
-#endif
-
 #endif							/* TS_HAVE_EXECUTOR_HOOK */
 
 /* ----------------------------------------------------------------------

@@ -72,7 +72,6 @@
 #include <math.h>
 
 #include "access/parallel.h"
-#include "access/xact.h"
 #include "executor/executor.h"
 #include "executor/instrument.h"
 #include "miscadmin.h"
@@ -261,233 +260,25 @@ typedef enum TsTiming
 } TsTiming;
 
 /*
- * Buffer and WAL usage.  Core copies the whole BufferUsage (and WalUsage)
- * struct on entry and adds the field-by-field difference on exit, for
- * every call.  The counters change on a small fraction of calls (about
- * once per page for a scan), and every 64-bit word of both structs only
- * ever grows (counts, and times that are tick counts from 16 on; 15's
- * struct timespec is weighted so, see TS_BUFUSAGE_WITNESS_EXTRA).  So the
- * wrapping sum of the words, the "witness", changes exactly when the
- * struct has changed since a past snapshot of it, and two snapshots with
- * the same witness are equal.
- *
- * Each process keeps a stack of snapshots, each with its witness.  Entry
- * computes the witness of the live counters; when it equals that of the
- * innermost live snapshot (an ancestor call's), or of the snapshot just
- * above it (left by the last sibling call that saw a change), the call
- * compares against that snapshot: no copy.  Only otherwise is the struct
- * copied into the slot above the live ones.  Exit computes the witness
- * again; only when it differs does it add the difference to the node's
- * counters, and it then leaves a snapshot of the counters as they are now
- * in the slot just above its caller's, for the next sibling.  Then it
- * restores the stack's height to what it was on entry: slots above it
- * belong to calls that have returned, or that an ERROR unwound (those are
- * dropped by the next exit of a live ancestor, or at transaction end).
- * Every slot always holds a real past snapshot and its witness, so a
- * match is always right; the common call computes two sums and compares
- * them, and the copy happens about once per change.
- *
- * Deeper than TS_USAGE_SLOTS live calls, a call falls back to a copy on
- * the C stack, as before.  Slots above the live ones are refreshed at
- * every bound ExecutorStart, so that something that rewinds the counters
- * between queries (core never does; an extension's test might) cannot
- * leave a stale snapshot to match.
+ * Buffer usage: core copies the whole BufferUsage struct on entry and adds
+ * the field-by-field difference on exit, for every call.  The counters
+ * change on a small fraction of calls (about once per page for a scan), so
+ * the exit first checks whether anything changed at all, in a few wide
+ * comparisons, and only then adds the difference: exactly core's figures.
  */
-#define TS_USAGE_SLOTS 64
-
-typedef struct TsBufSlot
+static pg_attribute_always_inline bool
+ts_usage_changed(const void *now, const void *start, size_t size)
 {
-	uint64		witness;
-	BufferUsage usage;
-} TsBufSlot;
+	const uint64 *a = (const uint64 *) now;
+	const uint64 *b = (const uint64 *) start;
+	uint64		diff = 0;
 
-typedef struct TsWalSlot
-{
-	uint64		witness;
-	WalUsage	usage;
-} TsWalSlot;
-
-typedef struct TsUsageStack
-{
-	int			top;			/* live slots */
-	int			high;			/* highest slot index ever written */
-} TsUsageStack;
-
-static TsBufSlot ts_buf_slots[TS_USAGE_SLOTS];
-static TsWalSlot ts_wal_slots[TS_USAGE_SLOTS];
-static TsUsageStack ts_buf_stack = {0, -1};
-static TsUsageStack ts_wal_stack = {0, -1};
-
-/* What one call compares against */
-typedef struct TsUsageFrame
-{
-	const void *snap;
-	uint64		witness;
-	int			saved_top;
-} TsUsageFrame;
-
-/* the wrapping sum of a struct's 64-bit words, in 16-byte vectors */
-static pg_attribute_always_inline uint64
-ts_usage_sum(const void *p, size_t size)
-{
 	StaticAssertStmt(sizeof(BufferUsage) % sizeof(uint64) == 0 &&
 					 sizeof(WalUsage) % sizeof(uint64) == 0,
 					 "usage structs are whole 64-bit words");
-#if defined(__GNUC__)
-	{
-		typedef uint64 ts_v2 __attribute__((vector_size(16), aligned(8), may_alias));
-		const ts_v2 *v = (const ts_v2 *) p;
-		ts_v2		a = {0, 0};
-		ts_v2		b = {0, 0};
-		size_t		n = size / 16;
-		size_t		i;
-		uint64		sum;
-
-#pragma GCC unroll 8
-		for (i = 0; i + 1 < n; i += 2)
-		{
-			a += v[i];
-			b += v[i + 1];
-		}
-		if (i < n)
-			a += v[i];
-		a += b;
-		sum = a[0] + a[1];
-		if (size % 16 != 0)
-			sum += ((const uint64 *) p)[size / 8 - 1];
-		return sum;
-	}
-#else
-	{
-		const uint64 *w = (const uint64 *) p;
-		uint64		sum = 0;
-
-		for (size_t i = 0; i < size / sizeof(uint64); i++)
-			sum += w[i];
-		return sum;
-	}
-#endif
-}
-
-static pg_attribute_always_inline uint64
-ts_buf_witness(void)
-{
-	return ts_usage_sum(&pgBufferUsage, sizeof(BufferUsage)) +
-		TS_BUFUSAGE_WITNESS_EXTRA(&pgBufferUsage);
-}
-
-static pg_attribute_always_inline uint64
-ts_wal_witness(void)
-{
-	return ts_usage_sum(&pgWalUsage, sizeof(WalUsage));
-}
-
-/*
- * Entry: choose the snapshot to compare against.  Slots are "stride"
- * bytes apart in "slots", each a witness followed by "size" bytes of
- * snapshot; "local" is the caller's fallback copy.
- */
-static pg_attribute_always_inline void
-ts_usage_enter(TsUsageFrame *f, uint64 w, const void *now, size_t size,
-			   char *slots, size_t stride, TsUsageStack *st, void *local)
-{
-	int			s = st->top;
-	uint64	   *slot;
-
-	f->saved_top = s;
-	f->witness = w;
-	if (s > 0)
-	{
-		slot = (uint64 *) (slots + (size_t) (s - 1) * stride);
-		if (*slot == w)
-		{
-			f->snap = slot + 1;
-			return;
-		}
-	}
-	if (likely(s < TS_USAGE_SLOTS))
-	{
-		slot = (uint64 *) (slots + (size_t) s * stride);
-		if (*slot != w)
-		{
-			memcpy(slot + 1, now, size);
-			*slot = w;
-			if (s > st->high)
-				st->high = s;
-		}
-		f->snap = slot + 1;
-		st->top = s + 1;
-	}
-	else
-	{
-		memcpy(local, now, size);
-		f->snap = local;
-	}
-}
-
-/*
- * Exit after a change (witness "w" differs from the frame's), once the
- * difference has been added: leave a snapshot of the counters as they
- * are now just above the caller's slots, for the next sibling call.
- */
-static pg_attribute_always_inline void
-ts_usage_leave_changed(TsUsageFrame *f, uint64 w, const void *now,
-					   size_t size, char *slots, size_t stride,
-					   TsUsageStack *st)
-{
-	int			s = f->saved_top;
-
-	if (s < TS_USAGE_SLOTS)
-	{
-		uint64	   *slot = (uint64 *) (slots + (size_t) s * stride);
-
-		memcpy(slot + 1, now, size);
-		*slot = w;
-		if (s > st->high)
-			st->high = s;
-	}
-}
-
-/* Slots above the live ones: make them snapshots of the counters now */
-static void
-ts_usage_refresh(void)
-{
-	uint64		w = ts_buf_witness();
-
-	for (int i = ts_buf_stack.top; i <= ts_buf_stack.high; i++)
-	{
-		ts_buf_slots[i].usage = pgBufferUsage;
-		ts_buf_slots[i].witness = w;
-	}
-	w = ts_wal_witness();
-	for (int i = ts_wal_stack.top; i <= ts_wal_stack.high; i++)
-	{
-		ts_wal_slots[i].usage = pgWalUsage;
-		ts_wal_slots[i].witness = w;
-	}
-}
-
-/*
- * At transaction end no plan node is running (COMMIT inside a procedure
- * runs only where no query is executing), so slots left live by calls an
- * ERROR unwound can go.
- */
-static void
-ts_usage_xact_callback(XactEvent event, void *arg)
-{
-	switch (event)
-	{
-		case XACT_EVENT_COMMIT:
-		case XACT_EVENT_PARALLEL_COMMIT:
-		case XACT_EVENT_ABORT:
-		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
-			ts_buf_stack.top = 0;
-			ts_wal_stack.top = 0;
-			break;
-		default:
-			break;
-	}
+	for (size_t i = 0; i < size / sizeof(uint64); i++)
+		diff |= a[i] ^ b[i];
+	return diff != 0;
 }
 
 /*
@@ -502,10 +293,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 	TsNodeInstr *instr = node->instrument;
 	Instrumentation *flags = TS_INSTR_FLAGS(instr);
 	TupleTableSlot *result;
-	TsUsageFrame buf_frame = {0};
-	TsUsageFrame wal_frame = {0};
-	BufferUsage buf_local;
-	WalUsage	wal_local;
+	BufferUsage bufusage_start;
+	WalUsage	walusage_start;
 	int64		start = 0;
 	bool		timed;
 	uint64		weight = 1;
@@ -513,13 +302,9 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 	if (full)
 	{
 		if (flags->need_bufusage)
-			ts_usage_enter(&buf_frame, ts_buf_witness(), &pgBufferUsage,
-						   sizeof(BufferUsage), (char *) ts_buf_slots,
-						   sizeof(TsBufSlot), &ts_buf_stack, &buf_local);
+			bufusage_start = pgBufferUsage;
 		if (flags->need_walusage)
-			ts_usage_enter(&wal_frame, ts_wal_witness(), &pgWalUsage,
-						   sizeof(WalUsage), (char *) ts_wal_slots,
-						   sizeof(TsWalSlot), &ts_wal_stack, &wal_local);
+			walusage_start = pgWalUsage;
 	}
 
 	if (timing == TS_TIME_EXACT)
@@ -579,36 +364,14 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 
 	if (full)
 	{
-		if (flags->need_bufusage)
-		{
-			uint64		w = ts_buf_witness();
-
-			if (unlikely(w != buf_frame.witness))
-			{
-				BufferUsageAccumDiff(&flags->bufusage, &pgBufferUsage,
-									 (const BufferUsage *) buf_frame.snap);
-				ts_usage_leave_changed(&buf_frame, w, &pgBufferUsage,
-									   sizeof(BufferUsage),
-									   (char *) ts_buf_slots,
-									   sizeof(TsBufSlot), &ts_buf_stack);
-			}
-			ts_buf_stack.top = buf_frame.saved_top;
-		}
-		if (flags->need_walusage)
-		{
-			uint64		w = ts_wal_witness();
-
-			if (unlikely(w != wal_frame.witness))
-			{
-				WalUsageAccumDiff(&flags->walusage, &pgWalUsage,
-								  (const WalUsage *) wal_frame.snap);
-				ts_usage_leave_changed(&wal_frame, w, &pgWalUsage,
-									   sizeof(WalUsage),
-									   (char *) ts_wal_slots,
-									   sizeof(TsWalSlot), &ts_wal_stack);
-			}
-			ts_wal_stack.top = wal_frame.saved_top;
-		}
+		if (flags->need_bufusage &&
+			ts_usage_changed(&pgBufferUsage, &bufusage_start, sizeof(BufferUsage)))
+			BufferUsageAccumDiff(&flags->bufusage, &pgBufferUsage,
+								 &bufusage_start);
+		if (flags->need_walusage &&
+			ts_usage_changed(&pgWalUsage, &walusage_start, sizeof(WalUsage)))
+			WalUsageAccumDiff(&flags->walusage, &pgWalUsage,
+							  &walusage_start);
 	}
 
 	/*
@@ -1162,9 +925,6 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 				(errmsg_internal("timing_source: %d plan nodes counted without a clock",
 								 bc.nrows)));
 
-	if (bc.ntimed + bc.nrows > 0)
-		ts_usage_refresh();
-
 	if (bc.ntimed == 0)
 		return;
 #ifdef TS_CORE_CLOCK
@@ -1264,7 +1024,6 @@ ts_instrument_init(void)
 
 	prev_ExecutorStart = ExecutorStart_hook;
 	ExecutorStart_hook = ts_ExecutorStart;
-	RegisterXactCallback(ts_usage_xact_callback, NULL);
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
 #ifdef TS_CORE_CLOCK
