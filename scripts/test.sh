@@ -83,12 +83,12 @@ declare -A suite_min=(
 	[regress]=12
 	[pgtap]=70
 	[host_tsc]=1
-	[taptests]=139
-	[taptests@18]=141
+	[taptests]=140
+	[taptests@18]=142
 	[fallback_notsc]=3
 	[regress_notsc]=12
 	[pgtap_notsc]=66
-	[taptests_notsc]=109
+	[taptests_notsc]=110
 	[fallback_nox86]=3
 	[regress_nox86]=12
 	[pgtap_nox86]=61
@@ -98,7 +98,7 @@ declare -A suite_min=(
 # the Perl tests minus the three stated skips (001, 060, 061); no pgTAP
 # package, no fallback runs (see below)
 suite_min[regress@19]=11
-suite_min[taptests@19]=89
+suite_min[taptests@19]=90
 
 # suite_minimum NAME: the minimum for this suite on this major and host
 suite_minimum() {

@@ -104,12 +104,22 @@ my @timed_options = grep { !/TIMING OFF/ && /ANALYZE/ } @options;
 sub explain_all
 {
 	my ($setup, @opts) = @_;
+	my $all = !@opts;
 	@opts = @options unless @opts;
 	my $script = $setup;
 	for my $q (@queries)
 	{
 		$script .= "EXPLAIN ($_) $q;\n" for @opts;
 	}
+	# WAL usage, in both formats (once: the table grows)
+	$script .= q{
+		CREATE TABLE w (id int, pad text);
+		EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, BUFFERS, WAL)
+			INSERT INTO w SELECT g, repeat('w', 100) FROM generate_series(1, 2000) g;
+		EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF, BUFFERS, WAL, FORMAT JSON)
+			INSERT INTO w SELECT g, repeat('v', 50) FROM generate_series(1, 500) g;
+		DROP TABLE w;
+	} if $all;
 	# the first round warms the buffer cache, so BUFFERS output is stable
 	$node->safe_psql('postgres', $script);
 	my $out = $node->safe_psql('postgres', $script);
@@ -120,6 +130,8 @@ sub explain_all
 
 my $loaded = explain_all("SET timing_clock_source = '$tsc';\n");
 like($loaded, qr/actual time=T\.\.T/, 'timed plans were produced');
+like($loaded, qr/^\s*WAL: records=\d+.*"WAL Records": \d+/ms,
+	'WAL usage was printed in text and JSON');
 my $sampled =
   explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
 	@timed_options);
