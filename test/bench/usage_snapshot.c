@@ -1,5 +1,13 @@
+/*
+ * test/bench/usage_snapshot.c -- per-call cost of buffer-usage accounting
+ * in a node wrapper: the copy and XOR-compare the wrappers use, the same
+ * with explicit vector XOR, and a stack of snapshots recognised by the sum
+ * of their words (tried for issue 9, measured, not kept; see README).
+ * Each scheme must add the same totals, which the program checks.
+ *
+ *   gcc -O2 -o /tmp/usage_snapshot test/bench/usage_snapshot.c && /tmp/usage_snapshot
+ */
 #include <stdlib.h>
-/* microbenchmark: copy+xor-compare (current) vs witness-sum slot stack */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
