@@ -555,25 +555,22 @@ ts_bind_node(PlanState *node, void *context)
 			node->ExecProcNode = ts_exec_proc_node_first_rows;
 			bc->nrows++;
 		}
-		else if (bc->sample_every > 1)
-		{
-			TsInstrumentation *ti = MemoryContextAlloc(bc->cxt, sizeof(TsInstrumentation));
-
-			memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
-			ti->weight = (uint64) bc->sample_every;
-			ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
-			ti->countdown = ts_sample_gap(ti);
-			ti->loop_start = 0;
-			node->instrument = &ti->instr;
-			node->ExecProcNode = bc->set->first_sampled;
-			bc->ntimed++;
-#ifdef TS_CORE_CLOCK
-			bc->timed = lappend(bc->timed, node);
-#endif
-		}
 		else
 		{
-			node->ExecProcNode = bc->set->first;
+			if (bc->sample_every > 1)
+			{
+				TsInstrumentation *ti = MemoryContextAlloc(bc->cxt, sizeof(TsInstrumentation));
+
+				memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
+				ti->weight = (uint64) bc->sample_every;
+				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
+				ti->countdown = ts_sample_gap(ti);
+				ti->loop_start = 0;
+				node->instrument = &ti->instr;
+				node->ExecProcNode = bc->set->first_sampled;
+			}
+			else
+				node->ExecProcNode = bc->set->first;
 			bc->ntimed++;
 #ifdef TS_CORE_CLOCK
 			bc->timed = lappend(bc->timed, node);
@@ -864,6 +861,9 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	TsBindContext bc;
 	ListCell   *lc;
 	MemoryContext oldcxt;
+#ifndef TS_CORE_CLOCK
+	bool		use_tsc;
+#endif
 
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -903,12 +903,10 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	 * decision on: workers this query starts must decide as this process
 	 * does now, also when that is the system clock.
 	 */
-	if (!ts_session_uses_tsc())
-	{
-		ts_export_decision();
-		return;
-	}
+	use_tsc = ts_session_uses_tsc();
 	ts_export_decision();
+	if (!use_tsc)
+		return;
 	clock = TS_CLK_OWN_TSC;
 	set = &ts_wrappers_tsc;
 #endif

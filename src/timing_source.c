@@ -88,6 +88,7 @@ static TimestampTz seen_reload_time = 0;
 #define TS_OS_RECHECK_INTERVAL	(10 * USECS_PER_SEC)
 
 void		_PG_init(void);
+static void ts_define_clock_settings(void);
 
 void
 ts_ensure_detected(void)
@@ -354,22 +355,6 @@ show_session_source(void)
 	}
 }
 
-static void
-ts_define_sample_every(void)
-{
-	DefineCustomIntVariable("timing_source.sample_every",
-							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
-							"1 (the default) times every call.  With N > 1, each node times the first "
-							"call of every loop, so startup times stay exact, and about 1 in N of its "
-							"other calls, chosen at random, and scales those up to all calls: "
-							"total times are estimates, rows and loops are exact.",
-							&ts_sample_every,
-							1, 1, 1000000,
-							PGC_USERSET,
-							0,
-							NULL, NULL, NULL);
-}
-
 void
 _PG_init(void)
 {
@@ -400,12 +385,34 @@ _PG_init(void)
 								 PGC_USERSET,
 								 0,
 								 NULL, NULL, NULL);
-		ts_define_sample_every();
-		MarkGUCPrefixReserved("timing_source");
-		ts_instrument_init();
-		return;
 	}
+	else
+		ts_define_clock_settings();
 
+	DefineCustomIntVariable("timing_source.sample_every",
+							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
+							"1 (the default) times every call.  With N > 1, each node times the first "
+							"call of every loop, so startup times stay exact, and about 1 in N of its "
+							"other calls, chosen at random, and scales those up to all calls: "
+							"total times are estimates, rows and loops are exact.",
+							&ts_sample_every,
+							1, 1, 1000000,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+
+	MarkGUCPrefixReserved("timing_source");
+
+	ts_instrument_init();
+}
+
+/*
+ * 15-18: timing_clock_source, its server default timing_source.clock_source,
+ * and the hidden decision a leader passes to its parallel workers.
+ */
+static void
+ts_define_clock_settings(void)
+{
 	DefineCustomEnumVariable("timing_source.clock_source",
 							 "Server-wide default of timing_clock_source.",
 							 "Set this in postgresql.conf; sessions that do not SET "
@@ -438,12 +445,6 @@ _PG_init(void)
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL |
 							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
 							   check_parallel_clock, assign_parallel_clock, NULL);
-
-	ts_define_sample_every();
-
-	MarkGUCPrefixReserved("timing_source");
-
-	ts_instrument_init();
 }
 
 /*
