@@ -175,6 +175,22 @@ parse_times() {
 	'
 }
 
+# run_rounds NAME SCRIPT VARIANT...: run a psql script of measured
+# statements, append each one's time to the raw CSV, and set md[VARIANT]
+# (an associative array of the caller's) to each variant's median
+run_rounds() {
+	local name=$1 script=$2 log times v r ms
+	shift 2
+	log=$(psql_db -A <<<"$script" 2>&1)
+	times=$(parse_times <<<"$log")
+	while read -r v r ms; do
+		echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
+	done <<<"$times"
+	for v in "$@"; do
+		read -r _ md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
+	done
+}
+
 # name|session settings|query
 queries=(
 	"count(*) 100k|SET max_parallel_workers_per_gather = 0;|SELECT count(*) FROM t100k"
@@ -186,7 +202,7 @@ queries=(
 
 # ---- PostgreSQL 19+: core's instrumentation vs the extension's wrappers ----
 bench19() {
-	local setup19 entry name settings query script log times v r ms n k
+	local setup19 entry name settings query script v r n k
 	local -a variants19=(plain core ext corebuf extbuf coreoff extoff coreoffbuf extoffbuf ext64)
 	local -a rows=()
 	local raw_csv="$csvdir/bench-$stamp.csv" sum_csv="$csvdir/bench-$stamp-summary.csv"
@@ -234,15 +250,8 @@ LOAD 'timing_source';
 			done
 			echo "\\o"
 		)
-		log=$(psql_db -A <<<"$script" 2>&1)
-		times=$(parse_times <<<"$log")
-		while read -r v r ms; do
-			echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
-		done <<<"$times"
 		declare -A md=()
-		for v in "${variants19[@]}"; do
-			read -r _ md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
-		done
+		run_rounds "$name" "$script" "${variants19[@]}"
 		rows+=("$(printf '%-22s %8s %8s %8s %8s %8s %8s %8s %8s %8s %8s | %6s %6s %6s %6s %6s' "$name" \
 			"${md[plain]}" "${md[core]}" "${md[ext]}" "${md[corebuf]}" "${md[extbuf]}" \
 			"${md[coreoff]}" "${md[extoff]}" "${md[coreoffbuf]}" "${md[extoffbuf]}" "${md[ext64]}" \
@@ -370,16 +379,8 @@ for entry in "${queries[@]}"; do
 		done
 		echo "\\o"
 	)
-	log=$(psql_db -A <<<"$script" 2>&1)
-	times=$(parse_times <<<"$log")
-	while read -r v r ms; do
-		echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
-	done <<<"$times"
-
-	declare -A mn=() md=()
-	for v in plain off lean system tsc sysbuf tscbuf tsc64; do
-		read -r mn[$v] md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
-	done
+	declare -A md=()
+	run_rounds "$name" "$script" plain off lean system tsc sysbuf tscbuf tsc64
 	off_plain=$(ratio "${md[off]}" "${md[plain]}")
 	lean_plain=$(ratio "${md[lean]}" "${md[plain]}")
 	tsc_plain=$(ratio "${md[tsc]}" "${md[plain]}")
@@ -399,7 +400,7 @@ for entry in "${queries[@]}"; do
 		"$off_plain" "$lean_plain" "$tsc_plain" "$tsc_lean" "$sys_tsc" "$tscbuf_tsc" \
 		"$sysbuf_tscbuf" "$tsc64_lean" "$tsc64_plain" "$ns_sys" "$ns_tsc")")
 	echo "\"$cpu\",\"$pgver\",\"$name\",$timed_rows,${md[plain]},${md[off]},${md[lean]},${md[system]},${md[tsc]},${md[sysbuf]},${md[tscbuf]},${md[tsc64]},$off_plain,$lean_plain,$tsc_plain,$tsc_lean,$sys_tsc,$tscbuf_tsc,$sysbuf_tscbuf,$tsc64_lean,$tsc64_plain,$ns_sys,$ns_tsc" >>"$sum_csv"
-	unset mn md
+	unset md
 done
 
 echo
