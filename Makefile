@@ -44,11 +44,15 @@ test/unit/test_tsclock: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
 test/unit/test_tsclock_nox86: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
 	$(UNIT_CC) $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
-.PHONY: unittest
-unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86
-	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86
+# the AVX2 usage snapshots of the node wrappers (skips where not built or no AVX2)
+test/unit/test_usage_snap: test/unit/test_usage_snap.c src/usage_snap.h
+	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_usage_snap.c
 
-EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 \
+.PHONY: unittest
+unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap
+	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap
+
+EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap \
 	test/unit/test_tsclock_arm64 test/unit/test_tsclock_arm64_nocounter
 
 # ---- the same unit tests cross-compiled for arm64, run under qemu-user ----
