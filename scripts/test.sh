@@ -84,12 +84,12 @@ declare -A suite_min=(
 	[regress]=12
 	[pgtap]=70
 	[host_tsc]=1
-	[taptests]=140
-	[taptests@18]=142
+	[taptests]=146
+	[taptests@18]=148
 	[fallback_notsc]=3
 	[regress_notsc]=12
 	[pgtap_notsc]=66
-	[taptests_notsc]=110
+	[taptests_notsc]=116
 	[fallback_nox86]=3
 	[regress_nox86]=12
 	[pgtap_nox86]=61
@@ -99,7 +99,7 @@ declare -A suite_min=(
 # the Perl tests minus the three stated skips (001, 060, 061); no pgTAP
 # package, no fallback runs (see below)
 suite_min[regress@19]=11
-suite_min[taptests@19]=90
+suite_min[taptests@19]=96
 
 # suite_minimum NAME: the minimum for this suite on this major and host
 suite_minimum() {

@@ -21,12 +21,19 @@
 # session's source is the TSC, so those outputs also check that they count
 # exactly what core counts.
 #
+# Buffer and WAL usage are kept with AVX2 where the build is x86-64 and the
+# CPU has it, with plain copies otherwise.  The server says which at start
+# (DEBUG1); the loaded runs are repeated on a server started with
+# TIMING_SOURCE_DISABLE_AVX2, which must keep plain copies, and both must
+# match the stock output.
+#
 use strict;
 use warnings;
 
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use FindBin;
 use lib $FindBin::RealBin;
 use TimingSourceExpect;
@@ -38,6 +45,7 @@ $node->append_conf(
 shared_preload_libraries = 'timing_source'
 max_parallel_workers_per_gather = 0
 jit = off
+log_min_messages = debug1
 });
 $node->start;
 
@@ -141,12 +149,65 @@ is($nsampled,
 	($major >= 19 || ($major >= 18 && $tsc eq 'tsc'))
 	? scalar(@queries) * scalar(@timed_options) : 0,
 	'sampled plans say so once per plan on 18 with the TSC and on 19+, never elsewhere');
+# The same statements keeping buffer and WAL usage with plain copies.  The
+# server says at start how it keeps them: x86-64 builds with AVX2 where the
+# CPU has it (and the kernel saves its registers, which the kernel's
+# "avx2" flag also implies), other builds say nothing.
+my $machine = (POSIX::uname())[4];
+my $cpu_avx2 = $machine eq 'x86_64'
+  && slurp_file('/proc/cpuinfo') =~ /^flags\s*:.*\bavx2\b/m;
+my $how = $machine ne 'x86_64' ? undef : $cpu_avx2 ? 'AVX2' : 'plain copies';
+sub usage_message
+{
+	my ($offset) = @_;
+	my @said = slurp_file($node->logfile, $offset) =~ /timing_source: buffer and WAL usage kept with ([^\n"]+)/g;
+	return join(', ', @said);
+}
+# and each bound query says (DEBUG2) how many of its nodes keep usage
+# which way: all of them, but for those core runs through MultiExecProcNode
+# (the nodes are bound where the session's clock is the TSC, and on 19+
+# under either clock)
+my $binds = $tsc eq 'tsc' || $core_owns;
+sub usage_per_node
+{
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"SET client_min_messages = debug2; SET timing_clock_source = '$tsc'; "
+		  . "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) $queries[1]");
+	my $nodes = () = $out =~ /\(actual time=/g;
+	my $multi = () =
+	  $out =~ /(?:^|->)\s*(?:Hash|Bitmap Index Scan[^(]*|BitmapAnd|BitmapOr)\s+\(actual time=/mg;
+	my $said = $err =~ /timing_source: buffer\/WAL usage kept with AVX2 for (\d+) plan nodes, with plain copies for (\d+)/
+	  ? "$1 wide, $2 plain" : 'no message';
+	return ($said, $nodes - $multi);
+}
+my ($said, $bound) = usage_per_node();
+is(usage_message(0), $how // '',
+	"the server keeps buffer usage with " . ($how // 'no message on ' . $machine));
+is($said, !$binds ? 'no message' : $cpu_avx2 ? "$bound wide, 0 plain" : "0 wide, $bound plain",
+	"every bound node of a BUFFERS query keeps usage that way ($bound bound)");
+{
+	local $ENV{TIMING_SOURCE_DISABLE_AVX2} = '1';
+	my $offset = -s $node->logfile;
+	$node->restart;
+	is(usage_message($offset), $how ? 'plain copies' : '',
+		'TIMING_SOURCE_DISABLE_AVX2: plain copies');
+	($said, $bound) = usage_per_node();
+	is($said, $binds ? "0 wide, $bound plain" : 'no message',
+		'TIMING_SOURCE_DISABLE_AVX2: every bound node keeps usage with plain copies');
+}
+my $loaded_plain = explain_all("SET timing_clock_source = '$tsc';\n");
+my $sampled_plain =
+  explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
+	@timed_options);
+$node->restart;
+
 # 19+: the same server with the wrappers switched off runs core's own
 # instrumentation
 my $wrappers_off = $core_owns
   ? explain_all("SET timing_clock_source = '$tsc'; SET timing_source.node_wrappers = off;\n")
   : '';
-$sampled =~ s/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)\n//mg;
+s/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)\n//mg
+  for ($sampled, $sampled_plain);
 
 # Where the TSC is used, make sure it really was: the hook reports the
 # nodes it binds at DEBUG1
@@ -202,6 +263,10 @@ for my $i (0 .. $#l)
 ok($loaded eq $stock, 'EXPLAIN output byte-identical with and without the library')
   or diag($first_diff);
 is($sampled, $stock_timed, 'sampled timing: output identical to stock but for the masked times');
+ok($loaded_plain eq $stock,
+	'usage kept with plain copies: EXPLAIN output byte-identical to stock');
+is($sampled_plain, $stock_timed,
+	'usage kept with plain copies, sampled timing: identical but for the masked times');
 SKIP:
 {
 	skip 'PostgreSQL 15-18: timing_source.node_wrappers exists on 19+ only', 1 unless $core_owns;
