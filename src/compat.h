@@ -38,6 +38,19 @@
 #endif
 
 /*
+ * Which nodes timing_source.sample_every samples, for its description:
+ * through 18 those the extension times, with the TSC; on 19 those its
+ * wrappers time, with core's clock, whichever it is.
+ */
+#if PG_VERSION_NUM >= 190000
+#define TS_SAMPLED_NODES \
+	"Applies to nodes timed by timing_source.node_wrappers, under either clock."
+#else
+#define TS_SAMPLED_NODES \
+	"Applies to nodes timed with the TSC; under the system clock every call is timed."
+#endif
+
+/*
  * ts_core_uses_tsc(): whether core times executor nodes with the TSC in
  * this session right now (19+: core's timing_clock_source after resolving
  * "auto").  Core's GUC value as a string cannot tell, since

@@ -390,11 +390,12 @@ _PG_init(void)
 		ts_define_clock_settings();
 
 	DefineCustomIntVariable("timing_source.sample_every",
-							"Times 1 in this many calls of each plan node with the TSC; per-node times are then estimates.",
+							"Times 1 in this many calls of each timed plan node; per-node times are then estimates.",
 							"1 (the default) times every call.  With N > 1, each node times the first "
 							"call of every loop, so startup times stay exact, and about 1 in N of its "
 							"other calls, chosen at random, and scales those up to all calls: "
-							"total times are estimates, rows and loops are exact.",
+							"total times are estimates, rows and loops are exact.  "
+							TS_SAMPLED_NODES,
 							&ts_sample_every,
 							1, 1, 1000000,
 							PGC_USERSET,
