@@ -40,6 +40,13 @@
 # what it measures by its own clock reads), sampled over exact, and the
 # largest deviation from exact among nodes whose exact total is >= 1 ms.
 #
+# With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
+# usage kept by the wide (AVX2) wrappers against plain copies.  A second
+# server, started with TIMING_SOURCE_DISABLE_AVX2, gets the same tables;
+# rounds alternate the servers.  Each says at DEBUG2 how its nodes keep
+# buffer usage; the table gives tsc, tsc+buf, lean and lean+buf on both,
+# the cost of BUFFERS on each, and wide over plain.
+#
 # Then pgbench -S (prepared statements, one client) with auto_explain
 # instrumenting every query (log_analyze and log_timing on,
 # log_min_duration far above any query, so nothing is logged): transactions
@@ -64,8 +71,8 @@
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
-# bench/results/bench-<time>-summary.csv, bench/results/bench-<time>-sampled.csv
-# and bench/results/bench-<time>-pgbench.csv.
+# bench/results/bench-<time>-summary.csv, bench/results/bench-<time>-sampled.csv,
+# bench/results/bench-<time>-usage.csv and bench/results/bench-<time>-pgbench.csv.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,7 +88,7 @@ while [ $# -gt 0 ]; do
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,51p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,74p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -479,6 +486,108 @@ if [ "$tsc_ok" = 1 ]; then
 	printf '%s\n' "${table3[@]}"
 fi
 
+# ---- buffer usage: the wide (AVX2) wrappers against plain copies ----
+# Only with its own cluster, on x86-64 with AVX2 and a usable TSC: a second
+# server, the same but started with TIMING_SOURCE_DISABLE_AVX2, gets the
+# same tables.  Rounds alternate the servers (the order swapping every
+# round), each round one psql session per server that warms up and then
+# runs the variants in rotating order.
+if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
+	grep -qw avx2 /proc/cpuinfo; then
+	usage_csv="$csvdir/bench-$stamp-usage.csv"
+	wide_host=$PGHOST wide_port=$PGPORT
+	TS_CLUSTER_PORT=55433 TIMING_SOURCE_DISABLE_AVX2=1 ts_cluster_start bench_plain <<-EOF
+		jit = off
+		max_worker_processes = 8
+		max_parallel_workers = 4
+	EOF
+	plain_host=$PGHOST plain_port=$PGPORT
+	psql_db -d postgres -c 'CREATE DATABASE ts_bench'
+	seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
+	seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
+	seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
+	seed nl_inner 1000 'CREATE TABLE nl_inner AS SELECT g AS id FROM generate_series(1, 1000) g'
+	export PGHOST=$wide_host PGPORT=$wide_port
+
+	# each server says (DEBUG2) how its nodes keep buffer usage
+	usage_way() {
+		PGHOST=$1 PGPORT=$2 psql_db -At 2>&1 <<-EOF | sed -nE 's/.*timing_source: buffer\/WAL usage kept with (AVX2 for [0-9]+ plan nodes, with plain copies for [0-9]+).*/\1/p'
+			$setup_sql
+			SET timing_clock_source = 'tsc';
+			SET client_min_messages = debug2;
+			EXPLAIN (ANALYZE, BUFFERS ON) SELECT count(*) FROM t100k;
+		EOF
+	}
+	echo
+	echo "Buffer usage, wide wrappers (AVX2) against plain copies: second server started with TIMING_SOURCE_DISABLE_AVX2"
+	echo "  main server:   kept with $(usage_way "$wide_host" "$wide_port")"
+	echo "  second server: kept with $(usage_way "$plain_host" "$plain_port")"
+
+	uvariants=(tsc tscbuf lean leanbuf)
+	echo "cpu,postgresql,query,server,variant,round,ms" >"$usage_csv"
+	declare -a table4
+	for entry in "${queries[@]}"; do
+		IFS='|' read -r name settings query <<<"$entry"
+		times=
+		for ((r = 1; r <= reps; r++)); do
+			order="wide plain"
+			((r % 2 == 0)) && order="plain wide"
+			for srv in $order; do
+				script=$(
+					echo "$setup_sql"
+					echo "$settings"
+					echo "SET timing_clock_source = 'tsc';"
+					echo "\\o /dev/null"
+					echo "EXPLAIN (ANALYZE, BUFFERS ON) $query;"
+					echo "\\timing on"
+					n=${#uvariants[@]}
+					for ((k = 0; k < n; k++)); do
+						v=${uvariants[$(((k + r) % n))]}
+						echo "\\echo @@ $v $r"
+						case $v in
+							tsc) echo "EXPLAIN (ANALYZE, BUFFERS OFF) $query;" ;;
+							tscbuf) echo "EXPLAIN (ANALYZE, BUFFERS ON) $query;" ;;
+							lean) echo "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF) $query;" ;;
+							leanbuf) echo "EXPLAIN (ANALYZE, TIMING OFF, BUFFERS ON) $query;" ;;
+						esac
+					done
+					echo "\\o"
+				)
+				if [ "$srv" = wide ]; then
+					log=$(PGHOST=$wide_host PGPORT=$wide_port psql_db -A <<<"$script" 2>&1)
+				else
+					log=$(PGHOST=$plain_host PGPORT=$plain_port psql_db -A <<<"$script" 2>&1)
+				fi
+				while read -r v rr ms; do
+					[ -n "$v" ] || continue
+					times+="${srv}_$v $rr $ms"$'\n'
+					echo "\"$cpu\",\"$pgver\",\"$name\",$srv,$v,$rr,$ms" >>"$usage_csv"
+				done < <(parse_times <<<"$log")
+			done
+		done
+		declare -A md=()
+		for v in "${uvariants[@]}"; do
+			for srv in wide plain; do
+				read -r _ md[${srv}_$v] < <(awk -v v="${srv}_$v" '$1 == v { print $3 }' <<<"$times" | min_median)
+			done
+		done
+		table4+=("$(printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s' "$name" \
+			"${md[wide_tsc]}" "${md[wide_tscbuf]}" "${md[wide_lean]}" "${md[wide_leanbuf]}" \
+			"${md[plain_tsc]}" "${md[plain_tscbuf]}" "${md[plain_lean]}" "${md[plain_leanbuf]}" \
+			"$(ratio "${md[wide_tscbuf]}" "${md[wide_tsc]}")" "$(ratio "${md[plain_tscbuf]}" "${md[plain_tsc]}")" \
+			"$(ratio "${md[wide_leanbuf]}" "${md[wide_lean]}")" "$(ratio "${md[plain_leanbuf]}" "${md[plain_lean]}")" \
+			"$(ratio "${md[wide_tscbuf]}" "${md[plain_tscbuf]}")" "$(ratio "${md[wide_leanbuf]}" "${md[plain_leanbuf]}")")")
+		unset md
+	done
+	echo "Medians in ms of $reps rounds; wide = main server (AVX2), plain = second server:"
+	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s\n' query \
+		'w tsc' 'w t+buf' 'w lean' 'w l+buf' 'p tsc' 'p t+buf' 'p lean' 'p l+buf' \
+		'tbuf/' 'tbuf/' 'lbuf/' 'lbuf/' 't+buf' 'l+buf'
+	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s\n' '' \
+		'' '' '' '' '' '' '' '' 'tsc w' 'tsc p' 'lean w' 'lean p' 'w/p' 'w/p'
+	printf '%s\n' "${table4[@]}"
+fi
+
 # ---- always-on auto_explain under pgbench -S ----
 pgbench_bin=
 [ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/pgbench" ] && pgbench_bin="$PG_BINDIR/pgbench"
@@ -540,4 +649,5 @@ echo "CSV: $raw_csv"
 echo "     $sum_csv"
 [ -f "$pgb_csv" ] && echo "     $pgb_csv"
 [ -f "$acc_csv" ] && echo "     $acc_csv"
+[ -f "${usage_csv:-}" ] && echo "     $usage_csv"
 exit 0

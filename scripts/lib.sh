@@ -72,7 +72,7 @@ ts_build_install() {
 # the connection settings (and TIMING_SOURCE_DISABLE_TSC) passed through.
 ts_as_user() {
 	local envs=(PATH="$PG_BINDIR:$PATH" PG_CONFIG="$PG_CONFIG") v
-	for v in PGHOST PGPORT PGUSER PGDATABASE TIMING_SOURCE_DISABLE_TSC; do
+	for v in PGHOST PGPORT PGUSER PGDATABASE TIMING_SOURCE_DISABLE_TSC TIMING_SOURCE_DISABLE_AVX2; do
 		[ -n "${!v:-}" ] && envs+=("$v=${!v}")
 	done
 	runuser -u "$TS_USER" -- env "${envs[@]}" "$@"
@@ -110,7 +110,8 @@ ts_copy_tree() {
 
 # Start a throw-away cluster in $TS_WORK/$1, socket only (no TCP), with
 # the library preloaded.  Extra "name = value" settings on stdin.
-# Sets PGHOST, PGPORT, PGUSER for the caller.
+# Port 55432, or $TS_CLUSTER_PORT (a second cluster).  Sets PGHOST, PGPORT,
+# PGUSER for the caller.
 ts_cluster_start() {
 	local name=$1 dir="$TS_WORK/$1" extra
 	extra=$(cat)
@@ -120,7 +121,7 @@ ts_cluster_start() {
 		--locale=C >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }
 	cat >>"$dir/data/postgresql.conf" <<-EOF
 		listen_addresses = ''
-		port = 55432
+		port = ${TS_CLUSTER_PORT:-55432}
 		unix_socket_directories = '$dir/sock'
 		shared_preload_libraries = 'timing_source'
 		fsync = off
@@ -133,7 +134,7 @@ ts_cluster_start() {
 	ts_as_user pg_ctl -D "$dir/data" -l "$dir/server.log" -w -t 60 start >/dev/null 9>&- ||
 		{ cat "$dir/server.log" >&2; return 1; }
 	TS_CLUSTERS="${TS_CLUSTERS:-} $dir"
-	export PGHOST="$dir/sock" PGPORT=55432 PGUSER=postgres
+	export PGHOST="$dir/sock" PGPORT=${TS_CLUSTER_PORT:-55432} PGUSER=postgres
 }
 
 # Stop every cluster we started.
