@@ -45,7 +45,9 @@
 # server, started with TIMING_SOURCE_DISABLE_AVX2, gets the same tables;
 # rounds alternate the servers.  Each says at DEBUG2 how its nodes keep
 # buffer usage; the table gives tsc, tsc+buf, lean and lean+buf on both,
-# the cost of BUFFERS on each, and wide over plain.
+# the cost of BUFFERS on each (t+buf/tsc, l+buf/lean), and the wide
+# server's cost over the plain one's (w:p; two servers differ a little
+# even without BUFFERS, so their times are not compared directly).
 #
 # Then pgbench -S (prepared statements, one client) with auto_explain
 # instrumenting every query (log_analyze and log_timing on,
@@ -172,6 +174,8 @@ min_median() {
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.2f", a / b }'; }
+# (a / b) / (c / d): one ratio over another
+ratio2() { awk -v a="$1" -v b="$2" -v c="$3" -v d="$4" 'BEGIN { if (a == "" || b == "" || c == "" || d == "" || b == 0 || c == 0) print ""; else printf "%.2f", (a / b) / (c / d) }'; }
 
 # print "variant round ms" for every measured statement of a psql log
 parse_times() {
@@ -576,15 +580,17 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 			"${md[plain_tsc]}" "${md[plain_tscbuf]}" "${md[plain_lean]}" "${md[plain_leanbuf]}" \
 			"$(ratio "${md[wide_tscbuf]}" "${md[wide_tsc]}")" "$(ratio "${md[plain_tscbuf]}" "${md[plain_tsc]}")" \
 			"$(ratio "${md[wide_leanbuf]}" "${md[wide_lean]}")" "$(ratio "${md[plain_leanbuf]}" "${md[plain_lean]}")" \
-			"$(ratio "${md[wide_tscbuf]}" "${md[plain_tscbuf]}")" "$(ratio "${md[wide_leanbuf]}" "${md[plain_leanbuf]}")")")
+			"$(ratio2 "${md[wide_tscbuf]}" "${md[wide_tsc]}" "${md[plain_tscbuf]}" "${md[plain_tsc]}")" \
+			"$(ratio2 "${md[wide_leanbuf]}" "${md[wide_lean]}" "${md[plain_leanbuf]}" "${md[plain_lean]}")")")
 		unset md
 	done
-	echo "Medians in ms of $reps rounds; wide = main server (AVX2), plain = second server:"
+	echo "Medians in ms of $reps rounds; w = main server (AVX2), p = second server (plain copies); what BUFFERS"
+	echo "costs on each server (two servers differ a little even without BUFFERS), and the wide one's cost over the plain one's:"
 	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s\n' query \
 		'w tsc' 'w t+buf' 'w lean' 'w l+buf' 'p tsc' 'p t+buf' 'p lean' 'p l+buf' \
-		'tbuf/' 'tbuf/' 'lbuf/' 'lbuf/' 't+buf' 'l+buf'
+		'tbuf/' 'tbuf/' 'lbuf/' 'lbuf/' 'tbuf' 'lbuf'
 	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s\n' '' \
-		'' '' '' '' '' '' '' '' 'tsc w' 'tsc p' 'lean w' 'lean p' 'w/p' 'w/p'
+		'' '' '' '' '' '' '' '' 'tsc w' 'tsc p' 'lean w' 'lean p' 'w:p' 'w:p'
 	printf '%s\n' "${table4[@]}"
 fi
 
