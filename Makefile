@@ -38,14 +38,14 @@ endif
 UNIT_CC ?= cc
 UNIT_CFLAGS = -O2 -g -std=gnu99 -Wall -Wextra -Wno-unused-parameter $(EXTRA_CFLAGS) -Isrc
 
-test/unit/test_tsclock: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+test/unit/test_tsclock: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c src/tsclock.h
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
-test/unit/test_tsclock_nox86: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+test/unit/test_tsclock_nox86: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c src/tsclock.h
 	$(UNIT_CC) $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
 # the AVX2 usage snapshots of the node wrappers (skips where not built or no AVX2)
-test/unit/test_usage_snap: test/unit/test_usage_snap.c src/usage_snap.h
+test/unit/test_usage_snap: test/unit/test_usage_snap.c test/unit/tap.h src/usage_snap.h
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_usage_snap.c
 
 .PHONY: unittest
@@ -60,10 +60,10 @@ EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test
 ARM64_CC ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= $(firstword $(shell command -v qemu-aarch64-static qemu-aarch64 2>/dev/null))
 
-test/unit/test_tsclock_arm64: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+test/unit/test_tsclock_arm64: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c src/tsclock.h
 	$(ARM64_CC) -static $(UNIT_CFLAGS) -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
-test/unit/test_tsclock_arm64_nocounter: test/unit/test_tsclock.c src/tsclock.c src/tsclock.h
+test/unit/test_tsclock_arm64_nocounter: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c src/tsclock.h
 	$(ARM64_CC) -static $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
 .PHONY: unittest-arm64

@@ -7,6 +7,7 @@
  * clock only) is compiled and checked on every machine.
  */
 #include "tsclock.h"
+#include "tap.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -14,32 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int	n_tests = 0;
-static int	n_failed = 0;
-
-static void
-ok(int cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_tests++;
-	if (!cond)
-		n_failed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_tests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static void
-skip(const char *why)
-{
-	n_tests++;
-	printf("ok %d # skip %s\n", n_tests, why);
-}
 
 static void
 diag(const char *fmt,...)
@@ -834,6 +809,5 @@ main(void)
 	test_decide_arm64();
 	test_this_machine();
 
-	printf("1..%d\n", n_tests);
-	return n_failed == 0 ? 0 : 1;
+	return done_testing();
 }

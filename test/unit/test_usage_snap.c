@@ -14,28 +14,10 @@
  * and skips.
  */
 #include "usage_snap.h"
+#include "tap.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int	n_tests = 0;
-static int	n_failed = 0;
-
-static void
-ok(int cond, const char *fmt,...)
-{
-	va_list		ap;
-
-	n_tests++;
-	if (!cond)
-		n_failed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", n_tests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
 
 #ifdef TS_HAVE_WIDE_USAGE
 #define MAX_WORDS 20
@@ -126,10 +108,8 @@ main(void)
 	for (size_t words = 1; words <= MAX_WORDS; words++)
 		for (size_t offset = 0; offset < 4; offset++)
 			check_size(words, offset);
-	printf("1..%d\n", n_tests);
-	return n_failed > 0;
+	return done_testing();
 #else
-	(void) ok;
 	printf("1..0 # SKIP wide snapshots are compiled out of this build (not x86-64, or TSCLOCK_NO_X86)\n");
 	return 0;
 #endif
