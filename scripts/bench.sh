@@ -132,9 +132,6 @@ psql_db() {
 }
 
 # ---- seed workload ----
-if [ "$(psql_db -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'ts_bench'")" = 0 ]; then
-	psql_db -d postgres -c 'CREATE DATABASE ts_bench'
-fi
 export PGDATABASE=ts_bench
 
 table_rows() {
@@ -152,10 +149,18 @@ seed() {
 		psql_db -c "SET client_min_messages = warning" -c "DROP TABLE IF EXISTS $name" -c "$sql" -c "VACUUM (FREEZE, ANALYZE) $name"
 	fi
 }
-seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
-seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
-seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
-seed nl_inner 1000 'CREATE TABLE nl_inner AS SELECT g AS id FROM generate_series(1, 1000) g'
+
+# the database ts_bench and its tables, on the server PGHOST/PGPORT name
+seed_workload() {
+	if [ "$(psql_db -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'ts_bench'")" = 0 ]; then
+		psql_db -d postgres -c 'CREATE DATABASE ts_bench'
+	fi
+	seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
+	seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
+	seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
+	seed nl_inner 1000 'CREATE TABLE nl_inner AS SELECT g AS id FROM generate_series(1, 1000) g'
+}
+seed_workload
 
 cpu=$(sed -nE 's/^model name[[:space:]]*:[[:space:]]*//p' /proc/cpuinfo 2>/dev/null | head -1)
 cpu=${cpu:-$(uname -m)}
@@ -186,6 +191,16 @@ parse_times() {
 	'
 }
 
+# set_medians TIMES VARIANT...: from "variant round ms" lines, set md[VARIANT]
+# (an associative array of the caller's) to each variant's median
+set_medians() {
+	local times=$1 v
+	shift
+	for v in "$@"; do
+		read -r _ md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
+	done
+}
+
 # run_rounds NAME SCRIPT VARIANT...: run a psql script of measured
 # statements, append each one's time to the raw CSV, and set md[VARIANT]
 # (an associative array of the caller's) to each variant's median
@@ -197,9 +212,7 @@ run_rounds() {
 	while read -r v r ms; do
 		echo "\"$cpu\",\"$pgver\",\"$name\",$v,$r,$ms" >>"$raw_csv"
 	done <<<"$times"
-	for v in "$@"; do
-		read -r _ md[$v] < <(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | min_median)
-	done
+	set_medians "$times" "$@"
 }
 
 # name|session settings|query
@@ -505,12 +518,8 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 		max_worker_processes = 8
 		max_parallel_workers = 4
 	EOF
-	plain_host=$PGHOST plain_port=$PGPORT
-	psql_db -d postgres -c 'CREATE DATABASE ts_bench'
-	seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
-	seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
-	seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
-	seed nl_inner 1000 'CREATE TABLE nl_inner AS SELECT g AS id FROM generate_series(1, 1000) g'
+	declare -A srv_host=([wide]=$wide_host [plain]=$PGHOST) srv_port=([wide]=$wide_port [plain]=$PGPORT)
+	seed_workload
 	export PGHOST=$wide_host PGPORT=$wide_port
 
 	# each server says (DEBUG2) how its nodes keep buffer usage
@@ -524,8 +533,8 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 	}
 	echo
 	echo "Buffer usage, wide wrappers (AVX2) against plain copies: second server started with TIMING_SOURCE_DISABLE_AVX2"
-	echo "  main server:   kept with $(usage_way "$wide_host" "$wide_port")"
-	echo "  second server: kept with $(usage_way "$plain_host" "$plain_port")"
+	echo "  main server:   kept with $(usage_way "${srv_host[wide]}" "${srv_port[wide]}")"
+	echo "  second server: kept with $(usage_way "${srv_host[plain]}" "${srv_port[plain]}")"
 
 	uvariants=(tsc tscbuf lean leanbuf)
 	echo "cpu,postgresql,query,server,variant,round,ms" >"$usage_csv"
@@ -557,11 +566,7 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 					done
 					echo "\\o"
 				)
-				if [ "$srv" = wide ]; then
-					log=$(PGHOST=$wide_host PGPORT=$wide_port psql_db -A <<<"$script" 2>&1)
-				else
-					log=$(PGHOST=$plain_host PGPORT=$plain_port psql_db -A <<<"$script" 2>&1)
-				fi
+				log=$(PGHOST=${srv_host[$srv]} PGPORT=${srv_port[$srv]} psql_db -A <<<"$script" 2>&1)
 				while read -r v rr ms; do
 					[ -n "$v" ] || continue
 					times+="${srv}_$v $rr $ms"$'\n'
@@ -570,11 +575,7 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 			done
 		done
 		declare -A md=()
-		for v in "${uvariants[@]}"; do
-			for srv in wide plain; do
-				read -r _ md[${srv}_$v] < <(awk -v v="${srv}_$v" '$1 == v { print $3 }' <<<"$times" | min_median)
-			done
-		done
+		set_medians "$times" "${uvariants[@]/#/wide_}" "${uvariants[@]/#/plain_}"
 		table4+=("$(printf '%-22s %8s %8s %8s %8s | %8s %8s %8s %8s | %6s %6s %6s %6s | %6s %6s' "$name" \
 			"${md[wide_tsc]}" "${md[wide_tscbuf]}" "${md[wide_lean]}" "${md[wide_leanbuf]}" \
 			"${md[plain_tsc]}" "${md[plain_tscbuf]}" "${md[plain_lean]}" "${md[plain_leanbuf]}" \
