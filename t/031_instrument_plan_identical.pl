@@ -108,6 +108,17 @@ my @options = (
 	'ANALYZE, COSTS OFF, SUMMARY OFF, BUFFERS, FORMAT JSON');
 my @timed_options = grep { !/TIMING OFF/ && /ANALYZE/ } @options;
 
+# In a timed plan's text: its nodes, and those of them core runs through
+# MultiExecProcNode, which keep core's clock and are never bound
+sub plan_nodes
+{
+	my ($out) = @_;
+	my $nodes = () = $out =~ /\(actual time=/g;
+	my $multi = () =
+	  $out =~ /(?:^|->)\s*(?:Hash|Bitmap Index Scan[^(]*|BitmapAnd|BitmapOr)\s+\(actual time=/mg;
+	return ($nodes, $multi);
+}
+
 # Run everything in one session; mask measured times only
 sub explain_all
 {
@@ -143,7 +154,9 @@ like($loaded, qr/^\s*WAL: records=\d+.*"WAL Records": \d+/ms,
 my $sampled =
   explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
 	@timed_options);
-my $nsampled = () = $sampled =~ /^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)$/mg;
+# the line 18's EXPLAIN hook adds to a sampled plan, in text or JSON
+my $sampled_line = qr/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)$/m;
+my $nsampled = () = $sampled =~ /$sampled_line/g;
 # 18 samples with the TSC only; 19 with whichever clock core uses
 is($nsampled,
 	($major >= 19 || ($major >= 18 && $tsc eq 'tsc'))
@@ -173,9 +186,7 @@ sub usage_per_node
 	my ($ret, $out, $err) = $node->psql('postgres',
 		"SET client_min_messages = debug2; SET timing_clock_source = '$tsc'; "
 		  . "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, SUMMARY OFF) $queries[1]");
-	my $nodes = () = $out =~ /\(actual time=/g;
-	my $multi = () =
-	  $out =~ /(?:^|->)\s*(?:Hash|Bitmap Index Scan[^(]*|BitmapAnd|BitmapOr)\s+\(actual time=/mg;
+	my ($nodes, $multi) = plan_nodes($out);
 	my $said = $err =~ /timing_source: buffer\/WAL usage kept with AVX2 for (\d+) plan nodes, with plain copies for (\d+)/
 	  ? "$1 wide, $2 plain" : 'no message';
 	return ($said, $nodes - $multi);
@@ -206,8 +217,7 @@ $node->restart;
 my $wrappers_off = $core_owns
   ? explain_all("SET timing_clock_source = '$tsc'; SET timing_source.node_wrappers = off;\n")
   : '';
-s/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)\n//mg
-  for ($sampled, $sampled_plain);
+s/$sampled_line\n//g for ($sampled, $sampled_plain);
 
 # Where the TSC is used, make sure it really was: the hook reports the
 # nodes it binds at DEBUG1
@@ -218,9 +228,7 @@ if ($tsc eq 'tsc')
 		  . "EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) $queries[1]");
 	# every timed node, except those core runs through MultiExecProcNode
 	# (they keep core's clock)
-	my $nodes = () = $out =~ /\(actual time=/g;
-	my $multi = () =
-	  $out =~ /(?:^|->)\s*(?:Hash|Bitmap Index Scan[^(]*|BitmapAnd|BitmapOr)\s+\(actual time=/mg;
+	my ($nodes, $multi) = plan_nodes($out);
 	my $bound = $nodes - $multi;
 	ok($multi > 0, "the query has $multi node(s) run through MultiExecProcNode");
 	like($err, qr/timing_source: $bound plan nodes timed with the TSC/,
