@@ -29,23 +29,17 @@
  * PostgreSQL 19 ships timing_clock_source and TSC timing in core; the
  * extension then registers neither timing_clock_source nor
  * timing_source.clock_source, and its node wrappers read core's clock
- * (timing_source.node_wrappers).
- */
-#if PG_VERSION_NUM >= 190000
-#define TS_CORE_OWNS_SETTING true
-#else
-#define TS_CORE_OWNS_SETTING false
-#endif
-
-/*
- * Which nodes timing_source.sample_every samples, for its description:
+ * (timing_source.node_wrappers).  TS_SAMPLED_NODES, for
+ * timing_source.sample_every's description, says which nodes it samples:
  * through 18 those the extension times, with the TSC; on 19 those its
  * wrappers time, with core's clock, whichever it is.
  */
 #if PG_VERSION_NUM >= 190000
+#define TS_CORE_OWNS_SETTING true
 #define TS_SAMPLED_NODES \
 	"Applies to nodes timed by timing_source.node_wrappers, under either clock."
 #else
+#define TS_CORE_OWNS_SETTING false
 #define TS_SAMPLED_NODES \
 	"Applies to nodes timed with the TSC; under the system clock every call is timed."
 #endif

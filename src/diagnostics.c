@@ -722,7 +722,7 @@ timing_source_calibrate(PG_FUNCTION_ARGS)
 			nulls[1] = true;
 		values[2] = Int32GetDatum((int32) cal.iterations);
 		values[3] = ts_fixed_datum(rsinfo->setDesc, 3,
-								   (double) cal.elapsed_ns / 1000.0, 3);
+								   (double) cal.elapsed_ns / 1000.0, TS_US_SCALE);
 		values[4] = BoolGetDatum(cal.converged);
 		if (cal.khz > 0 && tsclock_info.khz > 0)
 			values[5] = ts_fixed_datum(rsinfo->setDesc, 5,

@@ -55,6 +55,7 @@ extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 #define TS_NS_SCALE		2		/* nanoseconds, as "%0.2f ns" */
 #define TS_PPM_SCALE	3		/* parts per million */
 #define TS_MS_SCALE		3		/* milliseconds, as EXPLAIN prints them */
+#define TS_US_SCALE		3		/* microseconds */
 #define TS_RATIO_SCALE	3		/* ratios */
 extern Datum ts_fixed_datum(TupleDesc desc, int attno, double value, int scale);
 
