@@ -2,8 +2,8 @@
 # timing_source.sample_every = N: each node times the first call of every
 # loop and, at random, about 1 in N of its other calls, and scales those up.
 # Rows and loops stay exact; totals are estimates, unbiased whatever the
-# call durations, and the random choice does not alias with a workload
-# whose slow calls come every N-th row.  On PostgreSQL 18 EXPLAIN and
+# call durations (that the choice is random, so that it cannot alias with
+# a workload whose slow calls come every N-th row, is t/081's).  On PostgreSQL 18 EXPLAIN and
 # auto_explain say "Timing: sampled, 1 in N calls"; earlier majors have no
 # hook for it, and the setting's description says it.
 #
@@ -98,11 +98,12 @@ else
 	is(calls_for(64, $cq), 0, 'without a usable TSC, no call reads it, sampled or not');
 }
 
-# Estimates: a node whose every 4th row sleeps 0.5 ms.  A sampler choosing
-# every 4th call would see all slow calls or none (4x or 0x the truth);
-# random choice gets it right on average: 400 slow calls, each sampled
-# with probability 1/4, give the estimate a standard deviation of about
-# 9%.  Compared with exact timing, best of 3, within 25%.
+# Estimates: a node whose every 4th row sleeps 0.5 ms: 400 slow calls,
+# each sampled with probability 1/4, give the estimate a standard
+# deviation of about 9%.  Compared with exact timing, best of 3, within
+# 25%.  This checks the estimate, not the randomness: the per-loop cap
+# can clamp a periodic sampler's over-estimate to about the truth here;
+# t/081 checks the choice itself.
 my $sleepy = q{SELECT count(*) FROM (SELECT CASE WHEN g % 4 = 0 THEN pg_sleep(0.0005) END FROM generate_series(1, 1600) g) s};
 sub inner_total
 {
