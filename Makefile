@@ -31,6 +31,8 @@ REGRESS = init \
 	tsdiag_errors \
 	tsdiag_privileges \
 	tsdiag_tsc \
+	diag_shapes \
+	diag_interrupt \
 	upgrade
 REGRESS_OPTS = --inputdir=test
 # Perl TAP tests (t/*.pl, PostgreSQL::Test::Cluster), run by installcheck

@@ -81,21 +81,21 @@ declare -A suite_min=(
 	[pgxn]=18
 	[pgxn_dist]=6
 	[deb]=20
-	[regress]=12
+	[regress]=14
 	[host_tsc]=1
 	[taptests]=146
 	[taptests@18]=148
 	[fallback_notsc]=3
-	[regress_notsc]=12
+	[regress_notsc]=14
 	[taptests_notsc]=116
 	[fallback_nox86]=3
-	[regress_nox86]=12
+	[regress_nox86]=14
 )
 # PostgreSQL 19 (core owns timing_clock_source, the wrappers read core's
 # clock): pg_regress's tests minus settings, which the Makefile leaves out
 # there; the Perl tests minus the three stated skips (001, 060, 061); no
 # fallback runs (see below)
-suite_min[regress@19]=11
+suite_min[regress@19]=13
 suite_min[taptests@19]=96
 
 # suite_minimum NAME: the minimum for this suite on this major and host
