@@ -33,6 +33,24 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- SET timing_clock_source = 'tsc' in this session: true if it is
+-- accepted exactly where the TSC is usable, and refused elsewhere with the
+-- reason timing_source_tsc() gives (PostgreSQL 19: core's setting, whose
+-- refusal is core's, not checked on a host with a usable TSC)
+CREATE FUNCTION ts_set_tsc() RETURNS bool LANGUAGE plpgsql AS $$
+DECLARE
+	outcome text := ts_error_of($q$SET timing_clock_source = 'tsc'$q$);
+BEGIN
+	RETURN outcome =
+		(SELECT CASE WHEN available THEN 'no error'
+				WHEN current_setting('server_version_num')::int >= 190000
+				THEN outcome
+				ELSE '0A000: invalid value for parameter "timing_clock_source": "tsc" / '
+					|| reason_unusable END
+		   FROM timing_source_tsc());
+END
+$$;
+
 -- the case: TS_EXPECT_TSC must name the server's TSC state exactly
 \getenv expect_tsc TS_EXPECT_TSC
 \if :{?expect_tsc}
