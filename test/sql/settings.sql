@@ -5,13 +5,14 @@
 --
 -- One output for every host: what SHOW prints for auto depends on whether
 -- the TSC is usable.  shown() is SHOW's string, but with the resolution
--- auto must have on this host ("auto (tsc)" where the TSC is usable, else
--- "auto (system)") written as "auto (as resolved here)", so any other
--- resolution shows as itself and fails.
+-- auto must have on this host ("auto (tsc)" where the TSC is usable and
+-- nothing keeps auto off it, else "auto (system)") written as "auto (as
+-- resolved here)", so any other resolution shows as itself and fails.
 --
 CREATE FUNCTION pg_temp.shown() RETURNS text LANGUAGE sql AS $$
 	SELECT CASE current_setting('timing_clock_source')
-		   WHEN (SELECT CASE WHEN available THEN 'auto (tsc)' ELSE 'auto (system)' END
+		   WHEN (SELECT CASE WHEN available AND coalesce(auto_reason, '') = ''
+							 THEN 'auto (tsc)' ELSE 'auto (system)' END
 				   FROM timing_source_tsc())
 		   THEN 'auto (as resolved here)'
 		   ELSE current_setting('timing_clock_source') END
