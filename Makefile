@@ -22,6 +22,7 @@ PGFILEDESC = "timing_source - TSC-based executor timing"
 # list's, not the names'.
 REGRESS = init \
 	instrument \
+	instrument_bind \
 	instrument_accuracy \
 	instrument_startup \
 	settings \
@@ -48,9 +49,11 @@ include $(PGXS)
 # PostgreSQL 19 and later own timing_clock_source and the extension defines
 # no clock setting of its own, so settings (the extension's own
 # timing_clock_source and timing_source.clock_source) has nothing to test
-# there; init checks what is true there instead
+# there; init checks what is true there instead.  There the wrappers also
+# bind under core's system clock, and can be switched off:
+# instrument_bind_core, which has nothing to test on 15-18.
 ifeq ($(shell test $(MAJORVERSION) -ge 19 && echo yes),yes)
-REGRESS := $(filter-out settings,$(REGRESS))
+REGRESS := $(patsubst instrument_bind,instrument_bind instrument_bind_core,$(filter-out settings,$(REGRESS)))
 endif
 
 # Export only what PostgreSQL calls (see the map); GNU ld and compatibles

@@ -81,21 +81,24 @@ declare -A suite_min=(
 	[pgxn]=18
 	[pgxn_dist]=6
 	[deb]=20
-	[regress]=14
+	[regress]=15
+	[regress_case]=1
 	[host_tsc]=1
 	[taptests]=146
 	[taptests@18]=148
 	[fallback_notsc]=3
-	[regress_notsc]=14
+	[regress_notsc]=15
+	[regress_case_notsc]=1
 	[taptests_notsc]=116
 	[fallback_nox86]=3
-	[regress_nox86]=14
+	[regress_nox86]=15
+	[regress_case_nox86]=1
 )
 # PostgreSQL 19 (core owns timing_clock_source, the wrappers read core's
 # clock): pg_regress's tests minus settings, which the Makefile leaves out
 # there; the Perl tests minus the three stated skips (001, 060, 061); no
 # fallback runs (see below)
-suite_min[regress@19]=13
+suite_min[regress@19]=15
 suite_min[taptests@19]=96
 
 # suite_minimum NAME: the minimum for this suite on this major and host
@@ -185,6 +188,16 @@ regress() {
 	REGRESS_OUT="out_$label" run_suite "regress$label" \
 		env TS_EXPECT_TSC="$expect" make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= \
 		EXTRA_REGRESS_OPTS="--outputdir=out_$label"
+	# instrument_bind has one expected output per TSC case (DEBUG messages
+	# cannot be checked values): the run must have matched its own case's
+	run_suite "regress_case$label" bash -c '
+		want=test/expected/instrument_bind.out
+		[ "$1" = available ] || want=test/expected/instrument_bind_1.out
+		if cmp -s "$2/results/instrument_bind.out" "$want"; then
+			echo "ok 1 - instrument_bind matched $want, the output for TSC state: $1"
+		else
+			echo "not ok 1 - instrument_bind did not match $want, the output for TSC state: $1"
+		fi' regress_case "$expect" "out_$label"
 	if [ -n "${TS_SHARE:-}" ] && [ -d "$TS_WORK/src/out_$label" ]; then
 		mkdir -p "$TS_SHARE/regress$label"
 		cp -r "$TS_WORK/src/out_$label"/. "$TS_SHARE/regress$label"/ 2>/dev/null || true
