@@ -27,19 +27,16 @@ SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') IS NOT NULL AS war
 SET client_min_messages = debug1;
 SET timing_clock_source = 'system';
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS system_clock \gset
-BEGIN;
-SET LOCAL timing_clock_source = 'system';
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS set_local_system \gset
-COMMIT;
-RESET timing_clock_source;
 SET timing_source.node_wrappers = off;
-SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS wrappers_off \gset
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS wrappers_off_system \gset
+RESET timing_clock_source;
+SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS wrappers_off_auto \gset
 RESET timing_source.node_wrappers;
 RESET client_min_messages;
 
 -- and what each showed: actual rows and a positive time
 SELECT (:'system_clock'::jsonb #>> '{Plan,Actual Total Time}')::float8 > 0 AS system_clock_timed,
-	   (:'set_local_system'::jsonb #>> '{Plan,Actual Total Time}')::float8 > 0 AS set_local_system_timed,
-	   (:'wrappers_off'::jsonb #>> '{Plan,Actual Total Time}')::float8 > 0 AS wrappers_off_timed;
+	   (:'wrappers_off_system'::jsonb #>> '{Plan,Actual Total Time}')::float8 > 0 AS wrappers_off_system_timed,
+	   (:'wrappers_off_auto'::jsonb #>> '{Plan,Actual Total Time}')::float8 > 0 AS wrappers_off_auto_timed;
 
 DROP TABLE ts_bind_a;
