@@ -30,18 +30,6 @@ BEGIN
 END
 $$;
 
--- the error a statement raises, as "SQLSTATE: message / detail", or 'no error'
-CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  msg text; det text; st text;
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, st = RETURNED_SQLSTATE;
-  RETURN st || ': ' || msg || ' / ' || coalesce(det, '');
-END $$;
-
 CREATE TEMP TABLE tsc AS
   SELECT *, coalesce(rdtscp, frequency_source ~ '^arm64'
                      AND coalesce(reason_unusable, '') !~ 'CNTVCT_EL0.*faults') AS calibrable
@@ -117,17 +105,17 @@ SELECT check_name, ok FROM (VALUES
   (7, 'histogram(rdtsc) stops within 100 ms (refused with the reason where the TSC is unusable)',
    CASE WHEN (SELECT available FROM tsc)
         THEN (SELECT min(ms) < 100 FROM lat WHERE fn = 'histogram(rdtsc)')
-        ELSE pg_temp.error_of($$SELECT * FROM timing_source_histogram('rdtsc', 20)$$)
+        ELSE ts_error_of($$SELECT * FROM timing_source_histogram('rdtsc', 20)$$)
              = (SELECT '0A000: clock source "rdtsc" is not available on this system / ' || reason_unusable FROM tsc) END),
   (8, 'durations(rdtscp) stops within 100 ms (refused with the reason where the TSC is unusable)',
    CASE WHEN (SELECT available FROM tsc)
         THEN (SELECT min(ms) < 100 FROM lat WHERE fn = 'durations(rdtscp)')
-        ELSE pg_temp.error_of($$SELECT * FROM timing_source_durations('rdtscp', 20)$$)
+        ELSE ts_error_of($$SELECT * FROM timing_source_durations('rdtscp', 20)$$)
              = (SELECT '0A000: clock source "rdtscp" is not available on this system / ' || reason_unusable FROM tsc) END),
   (9, 'calibrate stops within 100 ms (refused with the reason where calibration is not possible)',
    CASE WHEN (SELECT calibrable FROM tsc)
         THEN (SELECT min(ms) < 100 FROM lat WHERE fn = 'calibrate')
-        ELSE pg_temp.error_of($$SELECT * FROM timing_source_calibrate(1000)$$)
+        ELSE ts_error_of($$SELECT * FROM timing_source_calibrate(1000)$$)
              = (SELECT '0A000: TSC calibration is not available on this system / ' || reason_unusable FROM tsc) END),
   (10, 'the functions work again after the cancels',
    (SELECT count(*) > 0 FROM timing_source_histogram('system', 0.01))),

@@ -11,18 +11,6 @@ CREATE TEMP TABLE srcs AS
                      ELSE ARRAY['system'] END) AS source
     FROM tsc;
 
--- the error a statement raises, as "message / detail", or 'no error'
-CREATE FUNCTION pg_temp.error_of(q text) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-  msg text; det text; st text;
-BEGIN
-  EXECUTE q;
-  RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-  GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL, st = RETURNED_SQLSTATE;
-  RETURN st || ': ' || msg || ' / ' || coalesce(det, '');
-END $$;
-
 -- histogram rows of every available source, in output order
 CREATE TEMP TABLE h AS
   SELECT s.source, x.*
@@ -195,10 +183,10 @@ CREATE TEMP TABLE cal2 AS SELECT * FROM timing_source_calibrate(2) WHERE :'calib
 SELECT check_name, ok FROM (VALUES
   (1, 'calibrate: one row per run',
    CASE WHEN :'calibrable'::boolean THEN (SELECT count(*) FROM cal3) = 3
-        ELSE pg_temp.error_of('SELECT * FROM timing_source_calibrate(3)') = :'refusal' END),
+        ELSE ts_error_of('SELECT * FROM timing_source_calibrate(3)') = :'refusal' END),
   (2, 'calibrate: runs numbered 1..n',
    CASE WHEN :'calibrable'::boolean THEN (SELECT array_agg(run ORDER BY run) FROM cal4) = '{1,2,3,4}'
-        ELSE pg_temp.error_of('SELECT * FROM timing_source_calibrate(4)') = :'refusal' END),
+        ELSE ts_error_of('SELECT * FROM timing_source_calibrate(4)') = :'refusal' END),
   (3, 'calibrate: iterations and time positive, converged frequencies plausible',
    CASE WHEN :'calibrable'::boolean
         THEN (SELECT count(*) FROM cal3
@@ -207,10 +195,10 @@ SELECT check_name, ok FROM (VALUES
                       CASE WHEN (SELECT frequency_source ~ '^arm64' FROM tsc)
                            THEN frequency_khz BETWEEN 1000 AND 5000000
                            ELSE frequency_khz BETWEEN 100000 AND 20000000 END)) = 3
-        ELSE pg_temp.error_of('SELECT * FROM timing_source_calibrate(1000)') = :'refusal' END),
+        ELSE ts_error_of('SELECT * FROM timing_source_calibrate(1000)') = :'refusal' END),
   (4, 'calibrate: with a frequency in use, a run converges and every converged run agrees with it within 10%',
    CASE WHEN NOT :'calibrable'::boolean
-        THEN pg_temp.error_of('SELECT * FROM timing_source_calibrate(1)') = :'refusal'
+        THEN ts_error_of('SELECT * FROM timing_source_calibrate(1)') = :'refusal'
         WHEN (SELECT frequency_khz IS NOT NULL FROM tsc)
         THEN (SELECT count(*) FILTER (WHERE converged) >= 1
                      AND coalesce(bool_and(abs(ppm_vs_in_use) < 100000) FILTER (WHERE converged), false)
@@ -220,13 +208,13 @@ SELECT check_name, ok FROM (VALUES
    CASE WHEN :'calibrable'::boolean
         THEN (SELECT bool_and((ppm_vs_in_use IS NULL) = (frequency_khz IS NULL OR (SELECT frequency_khz IS NULL FROM tsc)))
                 FROM cal3)
-        ELSE pg_temp.error_of('SELECT * FROM timing_source_calibrate(2)') = :'refusal' END),
+        ELSE ts_error_of('SELECT * FROM timing_source_calibrate(2)') = :'refusal' END),
   (6, 'calibrate: elapsed_us and ppm_vs_in_use are numeric with 3 decimals',
    CASE WHEN :'calibrable'::boolean
         THEN (SELECT bool_and(pg_typeof(elapsed_us) = 'numeric'::regtype AND scale(elapsed_us) = 3
                               AND coalesce(scale(ppm_vs_in_use) = 3, true))
                 FROM cal2)
-        ELSE pg_temp.error_of('SELECT * FROM timing_source_calibrate(5)') = :'refusal' END)
+        ELSE ts_error_of('SELECT * FROM timing_source_calibrate(5)') = :'refusal' END)
 ) AS v(n, check_name, ok) ORDER BY n;
 
 -- the report
@@ -283,31 +271,31 @@ RESET timing_clock_source;
 -- not sources at all.
 SELECT check_name, ok FROM (VALUES
   (1, 'histogram: unknown source refused',
-   pg_temp.error_of($$SELECT * FROM timing_source_histogram('hpet')$$) LIKE '22023: %'),
+   ts_error_of($$SELECT * FROM timing_source_histogram('hpet')$$) LIKE '22023: %'),
   (2, 'durations: cutoff 0 refused',
-   pg_temp.error_of($$SELECT * FROM timing_source_durations('system', 1, 0)$$) LIKE '22023: %'),
+   ts_error_of($$SELECT * FROM timing_source_durations('system', 1, 0)$$) LIKE '22023: %'),
   (3, 'test: duration over an hour refused',
-   pg_temp.error_of($$SELECT * FROM timing_source_test(3600.5)$$) LIKE '22023: %'),
+   ts_error_of($$SELECT * FROM timing_source_test(3600.5)$$) LIKE '22023: %'),
   (4, 'rdtsc: accepted exactly where the TSC is usable, else refused with the reason timing_source_tsc() gives',
-   pg_temp.error_of($$SELECT * FROM timing_source_histogram('rdtsc', 0.01)$$)
+   ts_error_of($$SELECT * FROM timing_source_histogram('rdtsc', 0.01)$$)
    = (SELECT CASE WHEN available THEN 'no error'
                   ELSE '0A000: clock source "rdtsc" is not available on this system / ' || reason_unusable END
         FROM tsc)),
   (5, 'rdtscp: accepted exactly where the TSC is usable, else refused with the reason timing_source_tsc() gives',
-   pg_temp.error_of($$SELECT * FROM timing_source_histogram('rdtscp', 0.01)$$)
+   ts_error_of($$SELECT * FROM timing_source_histogram('rdtscp', 0.01)$$)
    = (SELECT CASE WHEN available THEN 'no error'
                   ELSE '0A000: clock source "rdtscp" is not available on this system / ' || reason_unusable END
         FROM tsc)),
   (6, 'cntvct: the same as rdtsc on arm64, not a source elsewhere',
    CASE WHEN (SELECT frequency_source ~ '^arm64' FROM tsc)
-        THEN pg_temp.error_of($$SELECT * FROM timing_source_histogram('cntvct', 0.01)$$)
-             = replace(pg_temp.error_of($$SELECT * FROM timing_source_histogram('rdtsc', 0.01)$$), '"rdtsc"', '"cntvct"')
-        ELSE pg_temp.error_of($$SELECT * FROM timing_source_histogram('cntvct', 0.01)$$)
+        THEN ts_error_of($$SELECT * FROM timing_source_histogram('cntvct', 0.01)$$)
+             = replace(ts_error_of($$SELECT * FROM timing_source_histogram('rdtsc', 0.01)$$), '"rdtsc"', '"cntvct"')
+        ELSE ts_error_of($$SELECT * FROM timing_source_histogram('cntvct', 0.01)$$)
              LIKE '22023: invalid clock source "cntvct" / %' END),
   (7, 'cntvct_isb: the same as rdtscp on arm64, not a source elsewhere',
    CASE WHEN (SELECT frequency_source ~ '^arm64' FROM tsc)
-        THEN pg_temp.error_of($$SELECT * FROM timing_source_histogram('cntvct_isb', 0.01)$$)
-             = replace(pg_temp.error_of($$SELECT * FROM timing_source_histogram('rdtscp', 0.01)$$), '"rdtscp"', '"cntvct_isb"')
-        ELSE pg_temp.error_of($$SELECT * FROM timing_source_histogram('cntvct_isb', 0.01)$$)
+        THEN ts_error_of($$SELECT * FROM timing_source_histogram('cntvct_isb', 0.01)$$)
+             = replace(ts_error_of($$SELECT * FROM timing_source_histogram('rdtscp', 0.01)$$), '"rdtscp"', '"cntvct_isb"')
+        ELSE ts_error_of($$SELECT * FROM timing_source_histogram('cntvct_isb', 0.01)$$)
              LIKE '22023: invalid clock source "cntvct_isb" / %' END)
 ) AS v(n, check_name, ok) ORDER BY n;
