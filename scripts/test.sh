@@ -7,8 +7,8 @@
 #   scripts/test.sh --no-arm64      leave out PostgreSQL 15 for arm64 (emulated)
 #
 # Run as root on Debian.  Suites: clock core unit tests (prove), pg_regress
-# (make installcheck), pgTAP (pg_prove), Perl TAP (prove), each against a
-# throw-away cluster run by an unprivileged user; pg_regress and pgTAP run
+# (make installcheck), Perl TAP (prove), each against a
+# throw-away cluster run by an unprivileged user; pg_regress runs
 # twice where the TSC is usable: once as is, once with the TSC disabled, so
 # that both the TSC and the fallback behaviour are checked on one machine.
 #
@@ -63,7 +63,7 @@ count_results() {
 # (18's EXPLAIN hook adds two checks of sampled timing to taptests).
 # The TSC-disabled (_notsc) and TSC-compiled-out (_nox86) runs skip the TSC
 # cases, so they have their own numbers; where the host's own TSC is
-# unusable, the first run's regress, pgtap and taptests are held to their
+# unusable, the first run's regress and taptests are held to their
 # _notsc numbers, as they then run exactly those tests.
 #
 # After adding, removing or splitting tests: run "bash scripts/test.sh",
@@ -80,32 +80,32 @@ declare -A suite_min=(
 	[symbols]=2
 	[pgxn]=18
 	[pgxn_dist]=6
-	[deb]=20
-	[regress]=12
-	[pgtap]=70
+	[deb]=23
+	[regress]=15
+	[regress_case]=1
 	[host_tsc]=1
 	[taptests]=146
 	[taptests@18]=148
 	[fallback_notsc]=3
-	[regress_notsc]=12
-	[pgtap_notsc]=66
+	[regress_notsc]=15
+	[regress_case_notsc]=1
 	[taptests_notsc]=116
 	[fallback_nox86]=3
-	[regress_nox86]=12
-	[pgtap_nox86]=61
+	[regress_nox86]=15
+	[regress_case_nox86]=1
 )
 # PostgreSQL 19 (core owns timing_clock_source, the wrappers read core's
-# clock): pg_regress's tests minus settings, which states its skip there;
-# the Perl tests minus the three stated skips (001, 060, 061); no pgTAP
-# package, no fallback runs (see below)
-suite_min[regress@19]=11
+# clock): pg_regress's tests minus settings, which the Makefile leaves out
+# there; the Perl tests minus the three stated skips (001, 060, 061); no
+# fallback runs (see below)
+suite_min[regress@19]=15
 suite_min[taptests@19]=96
 
 # suite_minimum NAME: the minimum for this suite on this major and host
 suite_minimum() {
 	local name=$1 major=${pg_label#PG}
 	if [ "${tsc_available:-t}" != t ]; then
-		case $name in regress|pgtap|taptests) name=${name}_notsc ;; esac
+		case $name in regress|taptests) name=${name}_notsc ;; esac
 	fi
 	# the unit tests of the AVX2 usage snapshots skip where they are not
 	# built (other architectures) or the CPU has no AVX2
@@ -176,62 +176,33 @@ fallback_check() {
 		"$name" "$state" "$want"
 }
 
-# ---- PostgreSQL 19+ (core owns timing_clock_source) ----
-# regress_self_skips LABEL: a pg_regress test that does not apply to this
-# major says so itself: its output starts a line with "skipped on
-# PostgreSQL" and the reason (see sql/settings.sql).  pg_regress reports it
-# as "ok"; count it as skipped instead, and name it in the summary.  With
-# TS_SHARE set (a scripts/majors.sh root), the results are handed out too.
-regress_self_skips() {
-	local label=$1 f why n=0 i=$((${#summary[@]} - 1)) p s min
-	for f in "$TS_WORK/src/out_$label"/results/*.out; do
-		[ -f "$f" ] || continue
-		why=$(grep -m1 '^skipped on PostgreSQL' "$f") || continue
-		# only a test pg_regress passed (its output matched the skip)
-		grep -qE "(^ok [0-9]+ +- $(basename "$f" .out) |[[:space:]]$(basename "$f" .out) +\.\.\. ok)" \
-			"$TS_WORK/regress$label.log" || continue
-		passed=$((passed - 1)) n=$((n + 1))
-		skip_suite "regress$label/$(basename "$f" .out)" "${why#skipped on }"
-	done
-	# the suite's own summary line: those tests were skipped, not passed;
-	# and the tests really run must still reach the suite's minimum
-	if [ $n -gt 0 ] && [[ ${summary[$i]} =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped ]]; then
-		p=${BASH_REMATCH[1]} s=${BASH_REMATCH[3]}
-		summary[i]=${summary[$i]/$p passed/$((p - n)) passed}
-		summary[i]=${summary[$i]/$s skipped/$((s + n)) skipped}
-		min=$(suite_minimum "regress$label")
-		if [ -n "$min" ] && [ $((p - n + BASH_REMATCH[2])) -lt "$min" ]; then
-			echo "suite regress$label: $((p - n + BASH_REMATCH[2])) tests run (not skipped), fewer than the $min it must run" >&2
-			failed=$((failed + 1))
-		fi
-	fi
+# regress LABEL EXPECT: pg_regress (test/sql) against the current cluster;
+# EXPECT is the TSC state its server must see (TS_EXPECT_TSC, checked by
+# test/sql/init.sql).  With TS_SHARE set (a scripts/majors.sh root), the
+# results are handed out too.
+regress() {
+	local label=$1 expect=$2
+	mkdir -p "$TS_WORK/src/out_$label"
+	chown "$TS_USER" "$TS_WORK/src/out_$label"
+	# TAP_TESTS= : pg_regress only; the taptests suites run t/*.pl
+	REGRESS_OUT="out_$label" run_suite "regress$label" \
+		env TS_EXPECT_TSC="$expect" make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= \
+		EXTRA_REGRESS_OPTS="--outputdir=out_$label"
+	# instrument_bind has one expected output per TSC case (DEBUG messages
+	# cannot be checked values): the run must have matched its own case's
+	run_suite "regress_case$label" bash -c '
+		want=test/expected/instrument_bind.out
+		[ "$1" = available ] || want=test/expected/instrument_bind_1.out
+		if cmp -s "$2/results/instrument_bind.out" "$want"; then
+			echo "ok 1 - instrument_bind matched $want, the output for TSC state: $1"
+		else
+			echo "not ok 1 - instrument_bind did not match $want, the output for TSC state: $1"
+		fi' regress_case "$expect" "out_$label"
 	if [ -n "${TS_SHARE:-}" ] && [ -d "$TS_WORK/src/out_$label" ]; then
 		mkdir -p "$TS_SHARE/regress$label"
 		cp -r "$TS_WORK/src/out_$label"/. "$TS_SHARE/regress$label"/ 2>/dev/null || true
 	fi
 	return 0
-}
-
-# regress_and_tap LABEL: pg_regress and pgTAP against the current cluster
-regress_and_tap() {
-	local label=$1
-	mkdir -p "$TS_WORK/src/out_$label"
-	chown "$TS_USER" "$TS_WORK/src/out_$label"
-	# TAP_TESTS= : pg_regress only; the taptests suites run t/*.pl
-	REGRESS_OUT="out_$label" run_suite "regress$label" \
-		make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= \
-		REGRESS_OPTS="--inputdir=. --outputdir=out_$label --dbname=contrib_regression"
-	regress_self_skips "$label"
-	# PostgreSQL 19: Debian has no postgresql-19-pgtap package (yet)
-	if compgen -G "$TS_WORK/src/t/*.sql" >/dev/null &&
-		[ "$(ts_psql -d postgres -At -c "SELECT count(*) FROM pg_available_extensions WHERE name = 'pgtap'")" = 0 ]; then
-		skip_suite "pgtap$label" "pgTAP is not installed for this PostgreSQL (Debian packages none for 19 yet)"
-	elif compgen -G "$TS_WORK/src/t/*.sql" >/dev/null; then
-		ts_psql -d postgres -c 'CREATE DATABASE ts_tap' &&
-			ts_psql -d ts_tap -c 'CREATE EXTENSION pgtap; CREATE EXTENSION timing_source;' ||
-			ts_die "cannot create the pgTAP database"
-		run_suite "pgtap$label" bash -c 'pg_prove -v -d ts_tap t/*.sql'
-	fi
 }
 
 if [ $local_only = 1 ]; then
@@ -309,40 +280,43 @@ ts_cluster_start main </dev/null || ts_die "cannot start the test cluster"
 tsc_available=$(ts_psql -d postgres -At -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
 	-c 'SELECT available FROM timing_source_tsc()') ||
 	ts_die "cannot ask the test cluster whether the TSC is usable"
-# what the Perl tests' own servers must see (t/TimingSourceExpect.pm)
 main_tsc_state=$(ts_psql -d postgres -At \
 	-c 'SELECT CASE WHEN available THEN $$available$$ ELSE reason_unusable END FROM timing_source_tsc()') ||
 	ts_die "cannot ask the test cluster whether the TSC is usable"
-regress_and_tap ""
 
 # A host whose kernel trusts the TSC (an x86-64 CPU with RDTSCP and an
 # invariant TSC, clocksource tsc) must get a usable TSC here.  Without this
-# check a detection regression would only switch the suites above to their
-# no-TSC expected output and pass.
+# check a detection regression would only switch the suites below to the
+# fallback's checks and pass.  There pg_regress's and the Perl tests'
+# servers must see the TSC usable (TS_EXPECT_TSC=available, checked by
+# test/sql/init.sql and t/TimingSourceExpect.pm); elsewhere the state the
+# server reports is all there is to hold them to.
 host_flags=$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true)
 host_clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || true)
+host_tsc_why=
 if [ "$(uname -m)" = x86_64 ] && [ "$host_clocksource" = tsc ] &&
 	grep -qw rdtscp <<<"$host_flags" && grep -qw nonstop_tsc <<<"$host_flags" &&
 	grep -qw constant_tsc <<<"$host_flags"; then
-	run_suite host_tsc bash -c '
-		if [ "$1" = t ]; then
-			echo "ok 1 - the kernel trusts this TSC, and so does timing_source"
-		else
-			echo "not ok 1 - the kernel trusts this TSC, but timing_source_tsc().available is \"$1\""
-		fi' host_tsc "$tsc_available"
+	host_tsc_why="the kernel trusts this TSC"
 elif [ "$(uname -m)" = aarch64 ] &&
 	[ "$(cat "${TIMING_SOURCE_CLOCKSOURCE_FILE:-/sys/devices/system/clocksource/clocksource0/current_clocksource}" 2>/dev/null)" = arch_sys_counter ]; then
 	# arm64 (issue 10): a kernel that uses the generic timer's counter
 	# (under qemu-user: the clocksource the emulated run shows the servers)
+	host_tsc_why="the kernel uses the arm64 generic timer counter"
+fi
+if [ -n "$host_tsc_why" ]; then
+	main_expect=available
 	run_suite host_tsc bash -c '
 		if [ "$1" = t ]; then
-			echo "ok 1 - the kernel uses the arm64 generic timer counter, and so can timing_source"
+			echo "ok 1 - $2, and so does timing_source"
 		else
-			echo "not ok 1 - the kernel uses the arm64 generic timer counter, but timing_source_tsc().available is \"$1\""
-		fi' host_tsc "$tsc_available"
+			echo "not ok 1 - $2, but timing_source_tsc().available is \"$1\""
+		fi' host_tsc "$tsc_available" "$host_tsc_why"
 else
+	main_expect=$main_tsc_state
 	skip_suite host_tsc "this host has no invariant TSC with RDTSCP that the kernel uses as its clocksource"
 fi
+regress "" "$main_expect"
 
 # t/*.pl as a user runs them: "make installcheck" with TAP_TESTS = 1 runs
 # them through PGXS's prove_installcheck (REGRESS= : no pg_regress here)
@@ -357,7 +331,7 @@ fi
 have_perl_tap=0
 compgen -G "$TS_WORK/src/t/*.pl" >/dev/null && have_perl_tap=1
 [ $have_perl_tap = 1 ] &&
-	run_suite taptests env TS_EXPECT_TSC="$main_tsc_state" "${perl_tap[@]}"
+	run_suite taptests env TS_EXPECT_TSC="$main_expect" "${perl_tap[@]}"
 
 # PostgreSQL 19+: plan nodes are timed with core's clock, on core's own TSC
 # decision (also through the extension's wrappers), which
@@ -371,7 +345,7 @@ elif [ "$tsc_available" = t ]; then
 	TIMING_SOURCE_DISABLE_TSC=1 ts_cluster_start notsc </dev/null ||
 		ts_die "cannot start the TSC-disabled cluster"
 	fallback_check fallback_notsc "$notsc_reason"
-	regress_and_tap "_notsc"
+	regress "_notsc" "$notsc_reason"
 	# every server the Perl tests start inherits the switch, and each test
 	# asserts that its server sees it (PGXS's prove_installcheck starts
 	# from a clean tmp_check, so a failed test of the first run cannot
@@ -384,7 +358,7 @@ else
 fi
 
 # The build with the TSC compiled out (what a non-x86-64 machine gets),
-# installed and run through pg_regress and pgTAP; then the real build is
+# installed and run through pg_regress; then the real build is
 # put back.
 if [ "${pg_label#PG}" -ge 19 ]; then
 	skip_suite "regress_nox86" "$core_owns_why"
@@ -395,7 +369,7 @@ elif [ -f "$TS_WORK/build_nox86/timing_source.so" ]; then
 		ts_cluster_start nox86 </dev/null ||
 		ts_die "cannot install and start the build without TSC"
 	fallback_check fallback_nox86 "$nox86_reason"
-	regress_and_tap "_nox86"
+	regress "_nox86" "$nox86_reason"
 	ts_cleanup_clusters
 	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null ||
 		ts_die "cannot reinstall the build"

@@ -2,7 +2,7 @@
 # promptly: a 60-second histogram is cancelled once it is running, and the
 # session must report the cancel well before the loop would have ended.
 # The bound is deliberately loose (a few seconds, against a 60 s loop):
-# the tight 100 ms bound is checked in t/diag_interrupt.sql, where the
+# the tight 100 ms bound is checked in test/sql/diag_interrupt.sql, where the
 # server measures it itself; here the point is the other path, a signal
 # from another backend.
 use strict;

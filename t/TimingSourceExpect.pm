@@ -1,10 +1,11 @@
 # t/TimingSourceExpect.pm -- the TSC state a run of the Perl TAP tests
 # expects its servers to see.
 #
-# scripts/test.sh sets TS_EXPECT_TSC for every prove run: "available" for
-# the run on a host whose TSC is usable, and the exact reason_unusable text
-# otherwise -- for the run with TIMING_SOURCE_DISABLE_TSC=1, the
-# environment variable's reason.  A test calls expect_tsc_state($node) on
+# scripts/test.sh sets TS_EXPECT_TSC for every prove run, as for pg_regress
+# (test/sql/init.sql checks it there): "available" for the run on a host
+# whose kernel trusts its TSC, and the exact reason_unusable text for the
+# runs that must not have it -- for the run with TIMING_SOURCE_DISABLE_TSC=1,
+# the environment variable's reason.  A test calls expect_tsc_state($node) on
 # the server it is about to use, so that a run meant to cover the fallback
 # cannot silently exercise the TSC (or the other way round), for example if
 # the environment variable stopped reaching the servers.  Unset (a test run

@@ -5,14 +5,15 @@
 -- SQL over EXPLAIN's JSON output, and only the verdicts are shown.
 --
 -- Host dependence: where the TSC is unusable, SET timing_clock_source =
--- 'tsc' must be refused (expected/instrument_1.out) and the same checks
--- then run with the system clock.
+-- 'tsc' must be refused with the reason, and the same checks then run
+-- with the system clock; one output for both cases.  Which nodes are bound
+-- to the wrappers (the hook's DEBUG1 messages) is instrument_bind's.
 --
--- PostgreSQL 19 and later (instrument_2.out): timing_clock_source is
--- core's, and the extension's wrappers read core's clock; the same checks
--- apply (both clocks now through the wrappers), and at the end the
--- wrappers must count what core's own instrumentation counts
--- (timing_source.node_wrappers off).
+-- PostgreSQL 19 and later: timing_clock_source is core's, and the
+-- extension's wrappers read core's clock; the same checks apply (both
+-- clocks now through the wrappers), and at the end the wrappers must
+-- count what core's own instrumentation counts (timing_source.node_wrappers
+-- off; on 15-18 core's own path is the system clock's).
 SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS timing_source;
@@ -23,11 +24,11 @@ SELECT CASE WHEN available THEN 'tsc' ELSE 'system' END AS src
 FROM timing_source_tsc() \gset
 SET ts_test.src = :'src';
 
--- 'tsc' is accepted exactly where usable; the refusal is the alternative
-\set VERBOSITY terse
-SET timing_clock_source = 'tsc';
-\set VERBOSITY default
-SHOW timing_clock_source;
+-- 'tsc' is accepted exactly where usable, else refused with the reason
+SELECT ts_set_tsc() AS tsc_accepted_exactly_where_usable;
+SELECT current_setting('timing_clock_source') = CASE WHEN available THEN 'tsc' ELSE 'auto (system)' END
+	   AS tsc_shown_exactly_where_usable
+  FROM timing_source_tsc();
 RESET timing_clock_source;
 
 -- EXPLAIN (FORMAT JSON) of a query, as jsonb
@@ -161,12 +162,10 @@ SET max_parallel_workers_per_gather = 0;
 SET jit = off;
 
 --
--- Which nodes get the TSC wrapper: the hook reports at DEBUG1 how many
--- plan nodes it bound.  Timed queries under the TSC are bound to the timed
--- wrappers; TIMING OFF ones, under the TSC, to the clock-less wrappers that
--- only count rows (and buffers).
+-- What EXPLAIN shows for timed, TIMING OFF and not analyzed queries, with
+-- subplans and a Hash node, and as the setting changes (instrument_bind
+-- shows which of these nodes are bound to which wrappers).
 --
-SET client_min_messages = debug1;
 SET timing_clock_source = :'src';
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS timed \gset
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a',
@@ -194,14 +193,11 @@ SET LOCAL timing_clock_source = :'src';
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS set_local \gset
 COMMIT;
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS after_commit \gset
-RESET client_min_messages;
 RESET timing_clock_source;
 
--- What each EXPLAIN above showed (kept in psql variables, and judged only
--- now: new catalog lookups while DEBUG1 messages are shown could add
--- catalog-cache messages on some majors): 'timed' (actual rows and a positive
--- time), 'counted' (actual rows, no times: TIMING OFF), 'estimated' (not
--- run), else 'inconsistent'
+-- What each EXPLAIN above showed (kept in psql variables): 'timed' (actual
+-- rows and a positive time), 'counted' (actual rows, no times: TIMING
+-- OFF), 'estimated' (not run), else 'inconsistent'
 CREATE FUNCTION pg_temp.plan_kind(doc jsonb)
 RETURNS text LANGUAGE sql AS $$
 	SELECT CASE
@@ -378,17 +374,22 @@ BEGIN
 	RETURN NEXT;
 END
 $$;
+-- (setting_after: the value the query left for the rest of its
+-- transaction; src is the TSC where usable, else the system clock)
 SET timing_clock_source = :'src';
-SELECT * FROM pg_temp.switch_check(
+SELECT violations, slept_enough, setting_after = 'system' AS setting_after_system
+  FROM pg_temp.switch_check(
 	$$SELECT set_config('timing_clock_source', 'system', true), pg_sleep(0.1)$$);
-SHOW timing_clock_source;
+SELECT current_setting('timing_clock_source') = :'src' AS session_keeps_src;
 SET timing_clock_source = 'system';
-SELECT * FROM pg_temp.switch_check(
+SELECT violations, slept_enough, setting_after = :'src' AS setting_after_src
+  FROM pg_temp.switch_check(
 	format($$SELECT set_config('timing_clock_source', %L, true), pg_sleep(0.1)$$,
 		   :'src'));
 SHOW timing_clock_source;
 SET timing_clock_source = :'src';
-SELECT * FROM pg_temp.switch_check(format($$
+SELECT violations, slept_enough, setting_after = :'src' AS setting_after_src
+  FROM pg_temp.switch_check(format($$
 	SELECT set_config('timing_clock_source',
 					  CASE WHEN mod(i, 2) = 0 THEN 'system' ELSE %L END, true),
 		   pg_sleep(0.02)
@@ -396,12 +397,25 @@ SELECT * FROM pg_temp.switch_check(format($$
 RESET timing_clock_source;
 
 --
--- 19+: with timing_source.node_wrappers off, core's own instrumentation
--- runs (the hook binds nothing, DEBUG1 says nothing); rows, loops and
--- buffers per node are the same as through the wrappers, timed and with
--- TIMING OFF, in each of the shapes checked above.
+-- Core's own instrumentation counts what the wrappers count: rows, loops
+-- and buffers per node are the same, timed and with TIMING OFF, in each of
+-- the shapes checked above.  On 19+ core's path is the one with
+-- timing_source.node_wrappers off (the hook binds nothing); on 15-18 it is
+-- the system clock's (the wrappers are the TSC's).
 --
-\if :core_owns_setting
+CREATE FUNCTION pg_temp.core_path(on_core bool) RETURNS bool
+LANGUAGE plpgsql AS $$
+BEGIN
+	IF current_setting('server_version_num')::int >= 190000 THEN
+		PERFORM set_config('timing_source.node_wrappers',
+						   CASE WHEN on_core THEN 'off' ELSE 'on' END, true);
+	ELSE
+		PERFORM set_config('timing_clock_source',
+						   CASE WHEN on_core THEN 'system' ELSE current_setting('ts_test.src') END, true);
+	END IF;
+	RETURN on_core;
+END
+$$;
 CREATE FUNCTION pg_temp.same_as_core(query text)
 RETURNS TABLE (timed bool, timing_off bool)
 LANGUAGE plpgsql AS $$
@@ -411,22 +425,22 @@ DECLARE
 	on_n jsonb;
 	off_n jsonb;
 BEGIN
+	PERFORM pg_temp.core_path(false);
 	on_t := pg_temp.explain_json(query, 'ANALYZE, BUFFERS');
 	on_n := pg_temp.explain_json(query, 'ANALYZE, BUFFERS, TIMING OFF');
-	PERFORM set_config('timing_source.node_wrappers', 'off', true);
+	PERFORM pg_temp.core_path(true);
 	off_t := pg_temp.explain_json(query, 'ANALYZE, BUFFERS');
 	off_n := pg_temp.explain_json(query, 'ANALYZE, BUFFERS, TIMING OFF');
-	PERFORM set_config('timing_source.node_wrappers', 'on', true);
+	PERFORM pg_temp.core_path(false);
 	timed := pg_temp.shape(on_t) = pg_temp.shape(off_t);
 	timing_off := pg_temp.shape(on_n) = pg_temp.shape(off_n);
 	RETURN NEXT;
 END
 $$;
-SET client_min_messages = debug1;
-SET timing_source.node_wrappers = off;
+BEGIN;
+SELECT pg_temp.core_path(true) AS on_core_path;
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_a') AS wrappers_off \gset
-RESET timing_source.node_wrappers;
-RESET client_min_messages;
+COMMIT;
 SELECT pg_temp.plan_kind(:'wrappers_off') AS wrappers_off_explain_showed;
 SET enable_hashjoin = off;
 SET enable_mergejoin = off;
@@ -447,6 +461,5 @@ SELECT * FROM pg_temp.same_as_core(
 	'SELECT count(*) FROM ts_a a JOIN ts_b b ON b.a_id = a.id');
 RESET enable_mergejoin;
 RESET enable_nestloop;
-\endif
 
 DROP TABLE ts_a, ts_b, ts_p, ts_w;
