@@ -100,6 +100,21 @@ ts_core_tsc_source(void)
 }
 #endif
 
+/*
+ * The library's magic block.  From 18 on it also carries the library's
+ * name and version, which pg_get_loaded_modules() shows; the version is
+ * the extension's default_version.  Earlier majors have only the plain
+ * block.
+ */
+#define TS_LIBRARY_VERSION "1.2"
+
+#if PG_VERSION_NUM >= 180000
+#define TS_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "timing_source", .version = TS_LIBRARY_VERSION)
+#else
+#define TS_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
 /* pg_attribute_always_inline was renamed pg_always_inline in 20devel */
 #if !defined(pg_attribute_always_inline) && defined(pg_always_inline)
 #define pg_attribute_always_inline pg_always_inline

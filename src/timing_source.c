@@ -39,7 +39,7 @@
 
 #include "timing_source.h"
 
-PG_MODULE_MAGIC;
+TS_MODULE_MAGIC;
 
 bool		ts_core_owns_setting = TS_CORE_OWNS_SETTING;
 
