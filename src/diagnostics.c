@@ -20,7 +20,7 @@
  * cancel and statement_timeout act promptly without a per-loop cost.
  *
  * Memory is bounded: the log2 histogram is 65 counters; the exact table
- * holds counts for differences below TS_NUM_DIRECT ns only (80 kB), and
+ * holds counts for differences below TS_NUM_DIRECT ns only, and
  * above that only the bucket and the largest difference are kept, as
  * pg_test_timing does.
  *
@@ -56,9 +56,9 @@ PG_FUNCTION_INFO_V1(timing_source_report);
 #define TS_NUM_BUCKETS		65
 
 /*
- * Check for interrupts once every this many loops (a power of two).  At
- * 20-40 ns per loop that is every 80-160 us; even at 1 us per loop (a
- * system clock read through a syscall) it is every 4 ms.
+ * Check for interrupts once every this many loops (a power of two): often
+ * enough for a prompt cancel even when each read is a system call, rarely
+ * enough to cost nothing measurable per loop.
  */
 #define TS_CFI_INTERVAL		4096
 

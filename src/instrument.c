@@ -107,8 +107,8 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * clock.
  *
  * The estimator's variance is that of its rare slow calls times N: a
- * sampled call that was preempted for a few milliseconds (common with more
- * busy processes than CPUs, parallel workers included) counts N times.  So
+ * sampled call that was preempted (common with more busy processes than
+ * CPUs, parallel workers included) counts its preemption N times.  So
  * after each sampled call the loop's estimate is capped at the wall time
  * since the loop's first call began, which no node can exceed: an estimate
  * may still be high, but never longer than the node has been running.
@@ -196,12 +196,12 @@ ts_usage_changed(const void *now, const void *start, size_t size)
  * How a wrapper keeps buffer/WAL usage: not at all (and no async mode),
  * with plain copies and comparisons, or with AVX2 ("wide").
  *
- * The copy and comparison above are what this costs; compiled for the
- * x86-64 baseline they are 16-byte moves, about 3 ns a call for a 128-byte
- * BufferUsage on an AMD EPYC (test/bench/usage_snapshot.c).  The wide
+ * The copy and comparison above are what keeping usage costs per call;
+ * compiled for the x86-64 baseline they are 16-byte moves.  The wide
  * wrappers are the same code compiled for AVX2, with the 32-byte snapshots
- * of usage_snap.h, chosen per node (ts_node_usage) where the CPU and the
- * kernel support it (ts_instrument_init).
+ * of usage_snap.h, which take half the instructions; they are chosen per
+ * node (ts_node_usage) where the CPU and the kernel support it
+ * (ts_instrument_init).  docs/benchmark.md has the measured costs.
  */
 typedef enum TsUsage
 {

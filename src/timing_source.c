@@ -21,7 +21,7 @@
  * On PostgreSQL 19 and later, core owns timing_clock_source: we define
  * neither setting.  There timing_source.node_wrappers (on by default)
  * times plan nodes through the extension's wrappers, which are cheaper
- * than core's own (README: "PostgreSQL 19"), with core's clock as core
+ * than core's own (docs/benchmark.md), with core's clock as core
  * chose it at the start of each query; timing_source.sample_every works
  * there too.
  *

@@ -27,7 +27,7 @@
  * seen.  The frequency is the tick difference of the bracket midpoints
  * over the system clock difference; the half-widths of the two brackets
  * bound the error, so the run stops as soon as that bound is below
- * TSCLOCK_CAL_TARGET_PPM (typically after a few milliseconds), or after
+ * TSCLOCK_CAL_TARGET_PPM (normally long before the limit), or after
  * TSCLOCK_CAL_MAX_NS in any case.  A preempted read only produces a wide
  * bracket, which is never the tightest, so it cannot skew the result.
  *

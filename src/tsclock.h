@@ -388,12 +388,11 @@ extern uint64_t tsclock_mult_for_khz(uint64_t khz);
  *	 ns = (ticks * mult + 2^29) >> 30,	 mult = round(10^6 * 2^30 / khz)
  *
  * computed with a 64 x 64 -> 128-bit product, so it is exact for any
- * 64-bit tick count whose result fits in 64 bits, at any frequency.  (An
- * earlier version split ticks at bit 30 and multiplied the low part in 64
- * bits, which needs mult < 2^34, i.e. khz > 62.5 MHz: at the generic
- * timer's common 24 MHz mult is about 4.5e10 > 2^35, and lo * mult
- * overflowed.)  One widening multiply (MUL on x86-64, MUL + UMULH on
- * arm64), no branch.
+ * 64-bit tick count whose result fits in 64 bits, at any frequency.
+ * Splitting ticks at bit 30 and multiplying the low part in 64 bits would
+ * need mult < 2^34, i.e. khz > 62.5 MHz, which the arm64 generic timer's
+ * common 24 MHz is not.  One widening multiply (MUL on x86-64, MUL + UMULH
+ * on arm64), no branch.
  *
  * Rounding rather than truncating matters for per-node timing: intervals
  * are often a few dozen ticks, and truncation would bias every one by half

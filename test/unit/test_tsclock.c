@@ -3,11 +3,18 @@
  *	  Unit tests of the clock core (src/tsclock.c), TAP output for prove.
  *
  * Built twice by "make unittest": once normally, and once with
- * TSCLOCK_NO_X86 so that the non-x86-64 path (TSC compiled out, system
+ * TSCLOCK_NO_X86 (the other name of TSCLOCK_NO_COUNTER) so that the
+ * non-x86-64 path (TSC compiled out, system
  * clock only) is compiled and checked on every machine.
  */
 #include "tsclock.h"
 #include "tap.h"
+
+/* the older name must keep working: builds and scripts pass it */
+#if defined(TSCLOCK_NO_X86) && \
+	(!defined(TSCLOCK_NO_COUNTER) || defined(TSCLOCK_HAVE_TSC))
+#error "TSCLOCK_NO_X86 must compile the counter out, as TSCLOCK_NO_COUNTER does"
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -45,8 +52,8 @@ test_conversion(void)
 	/*
 	 * x86-64 TSCs (100 MHz to 20 GHz) and arm64 generic timers: 1 MHz, the
 	 * common 19.2, 24, 25 and 54 MHz, qemu's 62.5 MHz, 100 MHz and 1 GHz.
-	 * Below 62.5 MHz the multiplier exceeds 2^34, where the old split
-	 * conversion overflowed 64 bits.
+	 * Below 62.5 MHz the multiplier exceeds 2^34, where a conversion split
+	 * at bit 30 would overflow 64 bits.
 	 */
 	static const uint64_t khzs[] = {1000000, 2100000, 3700000, 5000000,
 		100000, 2099109, 19999999,
@@ -115,7 +122,7 @@ test_conversion(void)
 		ok(mono, "conversion is monotonic across the 2^30 split point");
 	}
 
-	/* 24 MHz: the multiplier is above 2^35; lo * mult needed 65+ bits */
+	/* 24 MHz: the multiplier is above 2^35; a split lo * mult would need 65+ bits */
 	{
 		uint64_t	mult = tsclock_mult_for_khz(24000);
 		uint64_t	ticks = (UINT64_C(1) << 30) - 1;	/* 44.7 s */
