@@ -495,8 +495,18 @@ tsclock_order_after(void)
 }
 #endif
 
-/* One read of the given kind; the system clock where no counter is built */
-static inline uint64_t
+/*
+ * One read of the given kind; the system clock where no counter is built.
+ * Always inlined, so that a measuring loop with a constant kind reads
+ * directly.
+ */
+#if defined(__GNUC__)
+#define TSCLOCK_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TSCLOCK_ALWAYS_INLINE inline
+#endif
+
+static TSCLOCK_ALWAYS_INLINE uint64_t
 tsclock_read_kind(TsClockRead read)
 {
 #ifdef TSCLOCK_HAVE_TSC
