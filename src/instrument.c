@@ -428,6 +428,7 @@ ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full,
 /* The wrappers of one clock, and the first-call functions that pick them */
 typedef struct TsWrapperSet
 {
+	TimingClockSource clock;	/* the clock they read */
 	ExecProcNodeMtd first;		/* every call timed */
 	ExecProcNodeMtd first_sampled;	/* timing_source.sample_every > 1 */
 	ExecProcNodeMtd sampled;
@@ -464,7 +465,7 @@ set##_first_sampled(PlanState *node) \
 						 TS_WIDE(set##_sampled_wide)); \
 } \
 static const TsWrapperSet set = { \
-	set##_first, set##_first_sampled, set##_sampled, set##_sampled_full, \
+	clock, set##_first, set##_first_sampled, set##_sampled, set##_sampled_full, \
 	TS_WIDE(set##_sampled_wide) \
 };
 
@@ -485,18 +486,15 @@ static const TsWrapperSet *const ts_wrapper_sets[] = {
 #endif
 };
 
-/* The wrappers that read "clock" */
+/* The wrappers that read "clock" (ts_node_clock_choose picks only those) */
 static const TsWrapperSet *
 ts_wrappers_for(TimingClockSource clock)
 {
-#if TS_NODE_CLOCK_TSC
-	if (clock == TS_CLOCK_TSC)
-		return &ts_wrappers_tsc;
-#endif
-#if TS_NODE_CLOCK_SYSTEM
-	if (clock == TS_CLOCK_SYSTEM)
-		return &ts_wrappers_system;
-#endif
+	for (int i = 0; i < lengthof(ts_wrapper_sets); i++)
+	{
+		if (ts_wrapper_sets[i]->clock == clock)
+			return ts_wrapper_sets[i];
+	}
 	elog(ERROR, "timing_source: no node wrappers for clock %d", (int) clock);
 	return NULL;
 }
