@@ -165,7 +165,7 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 	values[6] = BoolGetDatum(info->invariant);
 	values[7] = BoolGetDatum(info->rdtscp);
 	values[8] = BoolGetDatum(info->tsc_adjust);
-	nulls[6] = !info->x86_64 && !info->arm64;
+	nulls[6] = !tsclock_has_counter(info);
 	nulls[7] = nulls[8] = !info->x86_64;
 	values[9] = CStringGetTextDatum(info->hv_name);
 	nulls[9] = !info->hypervisor;
@@ -909,7 +909,7 @@ timing_source_report(PG_FUNCTION_ARGS)
 	else
 	{
 		report_line(&rs, "TSC clock source is not usable: %s", tsclock_info.reason);
-		if (tsclock_info.x86_64 || tsclock_info.arm64)
+		if (tsclock_has_counter(&tsclock_info))
 		{
 			report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
 			if (tsclock_info.khz > 0)

@@ -1091,6 +1091,12 @@ tsclock_read_lookup(const char *name, TsClockRead *read)
 }
 
 bool
+tsclock_has_counter(const TsClockInfo *info)
+{
+	return info->x86_64 || info->arm64;
+}
+
+bool
 tsclock_can_calibrate(const TsClockInfo *info)
 {
 	return (info->x86_64 && info->rdtscp) ||

@@ -334,6 +334,13 @@ extern const char *tsclock_read_insn(TsClockRead read);
 extern bool tsclock_read_lookup(const char *name, TsClockRead *read);
 
 /*
+ * Whether info describes a counter this build has code for (x86-64's TSC
+ * or arm64's generic timer), usable or not: without one, CPU features are
+ * unknown rather than absent
+ */
+extern bool tsclock_has_counter(const TsClockInfo *info);
+
+/*
  * Whether the counter can be calibrated here (an ordered read exists),
  * also when it is unusable for another reason
  */

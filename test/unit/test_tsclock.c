@@ -712,6 +712,7 @@ test_read_names(void)
 
 	tsclock_decide(&info, &raw, &cal, "tsc");
 	ok(tsclock_can_calibrate(&info), "x86-64 with RDTSCP can calibrate");
+	ok(tsclock_has_counter(&info), "x86-64: a counter is described");
 	raw.invariant = false;
 	tsclock_decide(&info, &raw, &cal, "tsc");
 	ok(!info.usable && tsclock_can_calibrate(&info),
@@ -727,8 +728,10 @@ test_read_names(void)
 	araw.cntfrq_hz = 24000000;
 	tsclock_decide_arm64(&info, &araw, &cal, "arch_sys_counter");
 	ok(tsclock_can_calibrate(&info), "arm64: a readable counter can be calibrated");
+	ok(tsclock_has_counter(&info), "arm64: a counter is described");
 	tsclock_decide(&info, NULL, &cal, "tsc");
-	ok(!tsclock_can_calibrate(&info), "no counter compiled in: no calibration");
+	ok(!tsclock_can_calibrate(&info) && !tsclock_has_counter(&info),
+	   "no counter compiled in: none described, no calibration");
 }
 
 /* ---------------------------------------------------------------------
