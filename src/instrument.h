@@ -68,7 +68,7 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 }
 
 /* keep a counter at most "ticks" (a positive interval); off the fast path */
-static pg_noinline pg_attribute_unused() void
+pg_attribute_unused() static pg_noinline void
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
 	if (counter->ticks > ticks)
@@ -122,7 +122,7 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 }
 
 /* keep a counter at most "ticks" (a positive interval); off the fast path */
-static pg_noinline pg_attribute_unused() void
+pg_attribute_unused() static pg_noinline void
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
 	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
