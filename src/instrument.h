@@ -67,8 +67,8 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 	counter->ticks += ticks * (int64) weight;
 }
 
-/* keep a counter at most "ticks" (a positive interval); off the fast path */
-pg_attribute_unused() static pg_noinline void
+/* keep a counter at most "ticks" (a positive interval): one comparison */
+static inline void
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
 	if (counter->ticks > ticks)
@@ -121,7 +121,10 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
 }
 
-/* keep a counter at most "ticks" (a positive interval); off the fast path */
+/*
+ * keep a counter at most "ticks" (a positive interval); a conversion and
+ * floating point, kept out of line off the wrappers' fast path
+ */
 pg_attribute_unused() static pg_noinline void
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
