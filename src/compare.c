@@ -49,10 +49,6 @@ typedef enum CompareMode
 static const char *const compare_mode_names[] = {"plain", "timing off", "system", "tsc"};
 
 /*
- * The query must be exactly one statement that EXPLAIN ANALYZE can run
- * and whose plan has nodes to time.  Syntax errors are the parser's own.
- */
-/*
  * Report a syntax error in the query at its position in the query, not in
  * the statement that called timing_source_compare().
  */
@@ -69,6 +65,10 @@ compare_parse_error_callback(void *arg)
 	}
 }
 
+/*
+ * The query must be exactly one statement that EXPLAIN ANALYZE can run
+ * and whose plan has nodes to time.  Syntax errors are the parser's own.
+ */
 static void
 check_compare_query(const char *query)
 {
@@ -409,8 +409,8 @@ timing_source_compare(PG_FUNCTION_ARGS)
 			nulls[4] = true;
 
 		/*
-		 * Per row through timed nodes, per clock read (two per row), as the
-		 * benchmark computes it.
+		 * Per row through timed nodes, per clock read (two per row), as
+		 * docs/benchmark.md computes it.
 		 */
 		if ((m == MODE_SYSTEM || m == MODE_TSC) && rows > 0)
 			values[5] = ts_fixed_datum(desc, 5,

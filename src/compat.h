@@ -100,6 +100,21 @@ ts_core_tsc_source(void)
 }
 #endif
 
+/*
+ * The library's magic block.  From 18 on it also carries the library's
+ * name and version, which pg_get_loaded_modules() shows; the version is
+ * the extension's default_version.  Earlier majors have only the plain
+ * block.
+ */
+#define TS_LIBRARY_VERSION "1.2"
+
+#if PG_VERSION_NUM >= 180000
+#define TS_MODULE_MAGIC \
+	PG_MODULE_MAGIC_EXT(.name = "timing_source", .version = TS_LIBRARY_VERSION)
+#else
+#define TS_MODULE_MAGIC PG_MODULE_MAGIC
+#endif
+
 /* pg_attribute_always_inline was renamed pg_always_inline in 20devel */
 #if !defined(pg_attribute_always_inline) && defined(pg_always_inline)
 #define pg_attribute_always_inline pg_always_inline
@@ -111,7 +126,7 @@ ts_core_tsc_source(void)
 #endif
 
 /* ----------------------------------------------------------------
- * Executor instrumentation (src/instrument.c)
+ * Executor instrumentation (src/instrument.h and the files it names)
  *
  * PostgreSQL 15-18 share the Instrumentation struct layout that matters
  * here (counter, firsttuple as double seconds, tuplecount, running,
@@ -130,12 +145,12 @@ ts_core_tsc_source(void)
  * clock of core's, as core chose it when the query started
  * (TS_CORE_CLOCK).
  *
- * 20devel (master): the versions of master's instrument.c seen so far
- * replace the per-call buffer/WAL snapshots with a stack of
- * Instrumentation entries (need_stack, InstrPushStack) that core's own
- * node wrappers maintain; wrappers that copy pgBufferUsage would not count
- * buffers as core does there.  Until checked against master, 20 and later
- * get no hook.
+ * 20devel (master) replaces the per-call buffer/WAL snapshots with a
+ * stack of Instrumentation entries (need_stack, InstrPushStack) that
+ * core's own node wrappers maintain; wrappers that copy pgBufferUsage
+ * would not count buffers as core does there.  Until wrappers exist for
+ * that instrumentation (a file of their own, see instrument.h), 20 and
+ * later get no hook.
  *
  * TS_HAVE_EXECUTOR_HOOK is defined where the wrappers can be built;
  * elsewhere ts_instrument_init() installs nothing.  On Windows instr_time
@@ -268,10 +283,9 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 #endif							/* TS_CORE_CLOCK */
 
 /*
- * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19: the
- * bool-returning variant of the 18 development cycle was reverted before
- * release.  (ExecutorRun_hook lost execute_once in 18; the extension does
- * not hook ExecutorRun.)
+ * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19, so it
+ * needs no adapter.  (ExecutorRun_hook lost execute_once in 18; the
+ * extension does not hook ExecutorRun.)
  */
 
 /*

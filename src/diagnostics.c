@@ -3,6 +3,7 @@
  * diagnostics.c
  *	  Clock diagnostics as rows: what pg_test_timing prints, from SQL.
  *
+ *	  timing_source_tsc		 what detection found, and the counts
  *	  timing_source_histogram	 log2 histogram of back-to-back reads
  *	  timing_source_durations	 exact observed differences up to a cutoff
  *	  timing_source_test		 one summary row per available source
@@ -19,7 +20,7 @@
  * cancel and statement_timeout act promptly without a per-loop cost.
  *
  * Memory is bounded: the log2 histogram is 65 counters; the exact table
- * holds counts for differences below TS_NUM_DIRECT ns only (80 kB), and
+ * holds counts for differences below TS_NUM_DIRECT ns only, and
  * above that only the bucket and the largest difference are kept, as
  * pg_test_timing does.
  *
@@ -41,6 +42,7 @@
 
 #include "timing_source.h"
 
+PG_FUNCTION_INFO_V1(timing_source_tsc);
 PG_FUNCTION_INFO_V1(timing_source_histogram);
 PG_FUNCTION_INFO_V1(timing_source_durations);
 PG_FUNCTION_INFO_V1(timing_source_test);
@@ -54,9 +56,9 @@ PG_FUNCTION_INFO_V1(timing_source_report);
 #define TS_NUM_BUCKETS		65
 
 /*
- * Check for interrupts once every this many loops (a power of two).  At
- * 20-40 ns per loop that is every 80-160 us; even at 1 us per loop (a
- * system clock read through a syscall) it is every 4 ms.
+ * Check for interrupts once every this many loops (a power of two): often
+ * enough for a prompt cancel even when each read is a system call, rarely
+ * enough to cost nothing measurable per loop.
  */
 #define TS_CFI_INTERVAL		4096
 
@@ -67,19 +69,10 @@ PG_FUNCTION_INFO_V1(timing_source_report);
 #define TS_MAX_DURATION		3600.0
 #define TS_MAX_CALIBRATE_RUNS	1000
 
-typedef enum DiagSource
-{
-	DIAG_SYSTEM,
-	DIAG_RDTSCP,
-	DIAG_RDTSC
-} DiagSource;
-
-static const char *const diag_source_names[] = {"system", "rdtscp", "rdtsc"};
-
 /* Result of one measurement run */
 typedef struct TimingRun
 {
-	DiagSource	source;
+	TsClockRead source;
 	uint64		loops;			/* differences recorded */
 	uint64		backwards;		/* readings lower than the previous one */
 	uint64		elapsed_ns;		/* wall time of the loop (system clock) */
@@ -121,44 +114,102 @@ ts_fixed_datum(TupleDesc desc, int attno, double value, int scale)
 
 
 /* ---------------------------------------------------------------------
+ * timing_source_tsc()
+ * ---------------------------------------------------------------------
+ */
+
+/*
+ * timing_source_tsc() -> one row, see the install script for the columns.
+ *
+ * Version 1.0 of the SQL definition has the first 12 columns only; the
+ * row is built to whatever the caller's definition asks for, so a new
+ * library serves a database whose extension has not been updated yet.
+ */
+#define TS_TSC_COLS 16
+
+Datum
+timing_source_tsc(PG_FUNCTION_ARGS)
+{
+	const TsClockInfo *info = &tsclock_info;
+	TupleDesc	tupdesc;
+	Datum		values[TS_TSC_COLS];
+	bool		nulls[TS_TSC_COLS];
+	bool		in_use;
+	TsStats		stats;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (tupdesc->natts > TS_TSC_COLS)
+		elog(ERROR, "timing_source_tsc() returns at most %d columns, not %d",
+			 TS_TSC_COLS, tupdesc->natts);
+
+	ts_ensure_detected();
+	in_use = ts_session_uses_tsc();
+	ts_stats_read(&stats);
+	memset(nulls, 0, sizeof(nulls));
+
+	values[0] = BoolGetDatum(info->usable);
+	values[1] = BoolGetDatum(in_use);
+	values[2] = Int64GetDatum((int64) info->khz);
+	nulls[2] = (info->khz == 0);
+	values[3] = CStringGetTextDatum(info->freq_source);
+	values[4] = Int64GetDatum((int64) info->cal.khz);
+	nulls[4] = !info->cal.converged;
+	values[5] = ts_fixed_datum(tupdesc, 5, info->calibration_ppm, TS_PPM_SCALE);
+	nulls[5] = !info->have_ppm;
+	/*
+	 * CPU features are unknown, not absent, where the TSC is compiled out.
+	 * On arm64 the counter is invariant by architecture, and RDTSCP and
+	 * TSC_ADJUST are x86 concepts: NULL.
+	 */
+	values[6] = BoolGetDatum(info->invariant);
+	values[7] = BoolGetDatum(info->rdtscp);
+	values[8] = BoolGetDatum(info->tsc_adjust);
+	nulls[6] = !tsclock_has_counter(info);
+	nulls[7] = nulls[8] = !info->x86_64;
+	values[9] = CStringGetTextDatum(info->hv_name);
+	nulls[9] = !info->hypervisor;
+	values[10] = CStringGetTextDatum(info->os_clocksource);
+	nulls[10] = (info->os_clocksource[0] == '\0');
+	values[11] = CStringGetTextDatum(info->reason);
+	nulls[11] = info->usable;
+	/* 1.1 */
+	values[12] = CStringGetTextDatum(info->auto_reason);
+	nulls[12] = info->auto_ok;
+	values[13] = Int64GetDatum((int64) stats.watchdog_checks);
+	values[14] = Int64GetDatum((int64) stats.watchdog_failures);
+	values[15] = Int64GetDatum((int64) stats.tsc_calls);
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+
+/* ---------------------------------------------------------------------
  * Argument checking
  * ---------------------------------------------------------------------
  */
 
 /*
- * Map a source name to a DiagSource, complaining about unknown names and
+ * Map a source name to a TsClockRead, complaining about unknown names and
  * about TSC sources where the TSC cannot be used.
  */
-static DiagSource
+static TsClockRead
 parse_source(text *arg)
 {
 	char	   *name = text_to_cstring(arg);
-	DiagSource	src;
+	TsClockRead src;
 
-	if (pg_strcasecmp(name, "system") == 0)
-		src = DIAG_SYSTEM;
-	else if (pg_strcasecmp(name, "rdtscp") == 0)
-		src = DIAG_RDTSCP;
-	else if (pg_strcasecmp(name, "rdtsc") == 0)
-		src = DIAG_RDTSC;
-#ifdef TSCLOCK_ARM64
-	/* the arm64 instructions' names for the same two reads */
-	else if (pg_strcasecmp(name, "cntvct_isb") == 0)
-		src = DIAG_RDTSCP;
-	else if (pg_strcasecmp(name, "cntvct") == 0)
-		src = DIAG_RDTSC;
-#endif
-	else
+	if (!tsclock_read_lookup(name, &src))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid clock source \"%s\"", name),
 				 errhint("Valid sources are \"system\", \"rdtscp\" and \"rdtsc\".")));
 
-	if (src != DIAG_SYSTEM)
+	if (src != TSCLOCK_READ_SYSTEM)
 	{
 		ts_ensure_detected();
 		if (!tsclock_info.usable)
-			ts_report_tsc_unusable(diag_source_names[src]);
+			ts_report_tsc_unusable(tsclock_read_name(src));
 	}
 	pfree(name);
 	return src;
@@ -207,18 +258,6 @@ ts_check_runs(int runs, int max)
  * ---------------------------------------------------------------------
  */
 
-static pg_attribute_always_inline uint64
-read_counter(DiagSource source)
-{
-#ifdef TSCLOCK_HAVE_TSC
-	if (source == DIAG_RDTSCP)
-		return tsclock_read_ordered();
-	if (source == DIAG_RDTSC)
-		return tsclock_read_fast();
-#endif
-	return tsclock_system_ns();
-}
-
 /*
  * Read the counter back to back for duration_ns and record the
  * differences.  Always inlined with constant source and want_direct, so
@@ -229,7 +268,7 @@ read_counter(DiagSource source)
  * the number of loops.
  */
 static pg_attribute_always_inline void
-timing_loop(TimingRun *run, DiagSource source, uint64 duration_ns,
+timing_loop(TimingRun *run, TsClockRead source, uint64 duration_ns,
 			bool want_direct)
 {
 	uint64	   *buckets = run->buckets;
@@ -245,8 +284,8 @@ timing_loop(TimingRun *run, DiagSource source, uint64 duration_ns,
 				end;
 
 	start_ns = tsclock_system_ns();
-	cur = read_counter(source);
-	if (source == DIAG_SYSTEM)
+	cur = tsclock_read_kind(source);
+	if (source == TSCLOCK_READ_SYSTEM)
 		end = cur + duration_ns;
 	else
 		end = cur + (uint64) ((double) duration_ns *
@@ -258,7 +297,7 @@ timing_loop(TimingRun *run, DiagSource source, uint64 duration_ns,
 		uint64		ns;
 
 		prev = cur;
-		cur = read_counter(source);
+		cur = tsclock_read_kind(source);
 		diff = (int64) (cur - prev);
 
 		if (unlikely(diff < 0))
@@ -266,7 +305,7 @@ timing_loop(TimingRun *run, DiagSource source, uint64 duration_ns,
 			backwards++;
 			ns = 0;
 		}
-		else if (source == DIAG_SYSTEM)
+		else if (source == TSCLOCK_READ_SYSTEM)
 			ns = (uint64) diff;
 		else
 			ns = tsclock_ticks_to_ns_mult((uint64) diff, mult);
@@ -301,9 +340,9 @@ static pg_noinline void
 loop_system(TimingRun *run, uint64 ns, bool want_direct)
 {
 	if (want_direct)
-		timing_loop(run, DIAG_SYSTEM, ns, true);
+		timing_loop(run, TSCLOCK_READ_SYSTEM, ns, true);
 	else
-		timing_loop(run, DIAG_SYSTEM, ns, false);
+		timing_loop(run, TSCLOCK_READ_SYSTEM, ns, false);
 }
 
 #ifdef TSCLOCK_HAVE_TSC
@@ -311,18 +350,18 @@ static pg_noinline void
 loop_rdtscp(TimingRun *run, uint64 ns, bool want_direct)
 {
 	if (want_direct)
-		timing_loop(run, DIAG_RDTSCP, ns, true);
+		timing_loop(run, TSCLOCK_READ_ORDERED, ns, true);
 	else
-		timing_loop(run, DIAG_RDTSCP, ns, false);
+		timing_loop(run, TSCLOCK_READ_ORDERED, ns, false);
 }
 
 static pg_noinline void
 loop_rdtsc(TimingRun *run, uint64 ns, bool want_direct)
 {
 	if (want_direct)
-		timing_loop(run, DIAG_RDTSC, ns, true);
+		timing_loop(run, TSCLOCK_READ_FAST, ns, true);
 	else
-		timing_loop(run, DIAG_RDTSC, ns, false);
+		timing_loop(run, TSCLOCK_READ_FAST, ns, false);
 }
 #endif
 
@@ -331,7 +370,7 @@ loop_rdtsc(TimingRun *run, uint64 ns, bool want_direct)
  * is allocated in the current memory context.
  */
 static void
-measure(TimingRun *run, DiagSource source, double duration, bool want_direct)
+measure(TimingRun *run, TsClockRead source, double duration, bool want_direct)
 {
 	uint64		duration_ns = (uint64) llround(duration * 1e9);
 
@@ -342,21 +381,21 @@ measure(TimingRun *run, DiagSource source, double duration, bool want_direct)
 
 	switch (source)
 	{
-		case DIAG_SYSTEM:
+		case TSCLOCK_READ_SYSTEM:
 			loop_system(run, duration_ns, want_direct);
 			break;
 #ifdef TSCLOCK_HAVE_TSC
-		case DIAG_RDTSCP:
+		case TSCLOCK_READ_ORDERED:
 			loop_rdtscp(run, duration_ns, want_direct);
 			break;
-		case DIAG_RDTSC:
+		case TSCLOCK_READ_FAST:
 			loop_rdtsc(run, duration_ns, want_direct);
 			break;
 #else
 		default:
 			/* parse_source() has already refused these */
 			elog(ERROR, "clock source \"%s\" is not compiled in",
-				 diag_source_names[source]);
+				 tsclock_read_name(source));
 #endif
 	}
 }
@@ -367,7 +406,7 @@ warn_backwards(const TimingRun *run)
 	if (run->backwards > 0)
 		ereport(WARNING,
 				(errmsg("clock source \"%s\" went backwards %llu times in %llu readings",
-						diag_source_names[run->source],
+						tsclock_read_name(run->source),
 						(unsigned long long) run->backwards,
 						(unsigned long long) run->loops),
 				 errdetail("Those differences are counted as 0 ns.")));
@@ -573,7 +612,7 @@ emit_tuple(void *arg, int64 ns, uint64 count, double pct, double running_pct)
 Datum
 timing_source_histogram(PG_FUNCTION_ARGS)
 {
-	DiagSource	source = parse_source(PG_GETARG_TEXT_PP(0));
+	TsClockRead source = parse_source(PG_GETARG_TEXT_PP(0));
 	double		duration = check_duration(PG_GETARG_FLOAT8(1));
 	TimingRun	run;
 	TupleEmitter te;
@@ -598,7 +637,7 @@ timing_source_histogram(PG_FUNCTION_ARGS)
 Datum
 timing_source_durations(PG_FUNCTION_ARGS)
 {
-	DiagSource	source = parse_source(PG_GETARG_TEXT_PP(0));
+	TsClockRead source = parse_source(PG_GETARG_TEXT_PP(0));
 	double		duration = check_duration(PG_GETARG_FLOAT8(1));
 	double		cutoff = check_cutoff(PG_GETARG_FLOAT8(2));
 	TimingRun	run;
@@ -624,16 +663,16 @@ timing_source_durations(PG_FUNCTION_ARGS)
 
 /* sources this build and machine can measure; returns how many */
 static int
-available_sources(DiagSource *out)
+available_sources(TsClockRead *out)
 {
 	int			n = 0;
 
-	out[n++] = DIAG_SYSTEM;
+	out[n++] = TSCLOCK_READ_SYSTEM;
 	ts_ensure_detected();
 	if (tsclock_info.usable)
 	{
-		out[n++] = DIAG_RDTSCP;
-		out[n++] = DIAG_RDTSC;
+		out[n++] = TSCLOCK_READ_ORDERED;
+		out[n++] = TSCLOCK_READ_FAST;
 	}
 	return n;
 }
@@ -643,7 +682,7 @@ timing_source_test(PG_FUNCTION_ARGS)
 {
 	double		duration = check_duration(PG_GETARG_FLOAT8(0));
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	DiagSource	sources[3];
+	TsClockRead sources[TSCLOCK_NUM_READS];
 	int			nsources = available_sources(sources);
 	TimingRun	run;
 
@@ -656,7 +695,7 @@ timing_source_test(PG_FUNCTION_ARGS)
 
 		measure(&run, sources[i], duration, true);
 
-		values[0] = CStringGetTextDatum(diag_source_names[sources[i]]);
+		values[0] = CStringGetTextDatum(tsclock_read_name(sources[i]));
 		values[1] = Int64GetDatum((int64) run.loops);
 		values[2] = ts_fixed_datum(rsinfo->setDesc, 2,
 								   (double) run.elapsed_ns / (double) run.loops,
@@ -687,8 +726,7 @@ static void
 check_calibration_possible(void)
 {
 	ts_ensure_detected();
-	if (!(tsclock_info.x86_64 && tsclock_info.rdtscp) &&
-		!(tsclock_info.arm64 && tsclock_info.el0_readable))
+	if (!tsclock_can_calibrate(&tsclock_info))
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("TSC calibration is not available on this system"),
@@ -791,14 +829,14 @@ report_gap(void *arg)
 }
 
 static void
-report_section(ReportState *rs, DiagSource source, double duration,
+report_section(ReportState *rs, TsClockRead source, double duration,
 			   const char *title)
 {
 	TimingRun	run;
 
 	measure(&run, source, duration, true);
 
-	report_line(rs, "%s", title);
+	report_line(rs, "%s: %s", title, tsclock_read_insn(source));
 	report_line(rs, "Average loop time including overhead: %0.2f ns",
 				(double) run.elapsed_ns / (double) run.loops);
 	if (run.backwards > 0)
@@ -830,20 +868,14 @@ timing_source_report(PG_FUNCTION_ARGS)
 	report_line(&rs, "Testing timing overhead for %g %s per clock source.",
 				duration, duration == 1.0 ? "second" : "seconds");
 	report_line(&rs, "%s", "");
-	report_section(&rs, DIAG_SYSTEM, duration,
-				   "System clock source: clock_gettime (CLOCK_MONOTONIC)");
+	report_section(&rs, TSCLOCK_READ_SYSTEM, duration, "System clock source");
 
 	if (tsclock_info.usable)
 	{
 		TsCalibration cal;
 
-#ifdef TSCLOCK_ARM64
-		report_section(&rs, DIAG_RDTSCP, duration, "Clock source: ISB + CNTVCT_EL0");
-		report_section(&rs, DIAG_RDTSC, duration, "Fast clock source: CNTVCT_EL0");
-#else
-		report_section(&rs, DIAG_RDTSCP, duration, "Clock source: RDTSCP");
-		report_section(&rs, DIAG_RDTSC, duration, "Fast clock source: RDTSC");
-#endif
+		report_section(&rs, TSCLOCK_READ_ORDERED, duration, "Clock source");
+		report_section(&rs, TSCLOCK_READ_FAST, duration, "Fast clock source");
 
 		CHECK_FOR_INTERRUPTS();
 		tsclock_calibrate(&cal);
@@ -877,7 +909,7 @@ timing_source_report(PG_FUNCTION_ARGS)
 	else
 	{
 		report_line(&rs, "TSC clock source is not usable: %s", tsclock_info.reason);
-		if (tsclock_info.x86_64 || tsclock_info.arm64)
+		if (tsclock_has_counter(&tsclock_info))
 		{
 			report_line(&rs, "TSC frequency source: %s", tsclock_info.freq_source);
 			if (tsclock_info.khz > 0)

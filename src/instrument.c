@@ -53,23 +53,25 @@
  * Parallel workers run ExecutorStart too, so the hook treats their trees
  * the same way, using the worker's copy of the leader's settings.
  *
- * PostgreSQL 19 (TS_CORE_CLOCK) times nodes with its own clock, the TSC
- * where its timing_clock_source resolves to it, storing ticks that it
- * converts to nanoseconds only when EXPLAIN prints.  There the wrappers
+ * PostgreSQL 19 times nodes with its own clock, the TSC where its
+ * timing_clock_source resolves to it, storing ticks that it converts to
+ * nanoseconds only when EXPLAIN prints.  There the wrappers
  * (timing_source.node_wrappers, on by default) are the same, but read the
  * clock core had chosen when the query started, as core reads it, and add
- * core's ticks unconverted; ExecutorFinish converts their nodes' times
- * should core's unit have changed during the query (see TsBoundQuery).
- * The watchdog is the extension's own clock's and does not exist there.
+ * core's ticks unconverted.  Which clock a wrapper reads and how it adds
+ * an interval is in instrument.h; what each clock needs per query beyond
+ * the wrappers is in watchdog.c (the extension's TSC) and rebase.c
+ * (core's clock).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "timing_source.h"
+#include "instrument.h"
 #include "usage_snap.h"
 
-#ifdef TS_HAVE_EXECUTOR_HOOK
+#ifdef TS_HAVE_NODE_WRAPPERS
+
 #include <math.h>
 
 #include "access/parallel.h"
@@ -78,10 +80,6 @@
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
-#endif
-
-#if defined(TS_HAVE_EXECUTOR_HOOK) && \
-	(defined(TSCLOCK_HAVE_TSC) || defined(TS_CORE_CLOCK))
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
@@ -92,94 +90,6 @@ static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
  * one atomic add per query there.
  */
 static uint64 ts_pending_calls = 0;
-
-/*
- * The clock a wrapper reads, fixed when the query's nodes are bound:
- * through 18 the extension's own TSC (tsclock), converted to nanoseconds
- * with its own calibration; on 19 core's clock as core had chosen it when
- * the query started, its ticks accumulated unconverted, as core does.
- */
-typedef enum TsClock
-{
-	TS_CLK_OWN_TSC,
-	TS_CLK_CORE_TSC,
-	TS_CLK_CORE_SYSTEM
-} TsClock;
-
-static pg_attribute_always_inline int64
-ts_clock_read(TsClock clock)
-{
-#ifdef TS_CORE_CLOCK
-	if (clock == TS_CLK_CORE_TSC)
-		return ts_core_read_tsc();
-	return ts_core_read_system();
-#else
-	return (int64) tsclock_read_fast();
-#endif
-}
-
-/* add a positive interval of "ticks" of "clock", times weight */
-static pg_attribute_always_inline void
-ts_clock_accum(TsClock clock, instr_time *counter, int64 ticks, uint64 weight)
-{
-#ifdef TS_CORE_CLOCK
-	counter->ticks += ticks * (int64) weight;
-#else
-	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
-#endif
-}
-
-/*
- * Keep a counter at most "ticks" of "clock" (a positive interval): a
- * sampled node's estimate for its current loop may not exceed the wall time
- * since the loop started.  Called on sampled calls only.
- */
-static void
-ts_clock_clamp(TsClock clock, instr_time *counter, int64 ticks)
-{
-#ifdef TS_CORE_CLOCK
-	if (counter->ticks > ticks)
-		counter->ticks = ticks;
-#else
-	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
-
-	if (INSTR_TIME_GET_DOUBLE(*counter) * 1e9 > (double) ns)
-	{
-		INSTR_TIME_SET_ZERO(*counter);
-		ts_instr_time_add_ns(counter, ns);
-	}
-#endif
-}
-
-#ifndef TS_CORE_CLOCK
-/*
- * Per-query watchdog (15-18 only: on 19 the clock is core's, and so is
- * the decision to trust it).  A query timed with the TSC also measures its
- * whole execution, ExecutorStart to ExecutorEnd, on both clocks.  Each end
- * reads the system clock between two RDTSCP reads, several times, and keeps
- * the tightest bracket: a preemption between the reads only widens a
- * bracket, and the widths enter the comparison as its uncertainty, so it
- * cannot fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose
- * clocks disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty
- * stop the TSC.
- */
-#define TS_WATCHDOG_MIN_NS		(10 * 1000 * 1000)	/* 10 ms */
-#define TS_WATCHDOG_MAX_PCT		1.0
-#define TS_WATCHDOG_BRACKETS	4
-
-typedef struct TsWatch
-{
-	QueryDesc  *queryDesc;
-	uint64		tsc;			/* bracket midpoint */
-	uint64		width;			/* bracket width, ticks */
-	uint64		ns;				/* system clock inside the bracket */
-	struct TsWatch *next;
-	MemoryContextCallback cb;
-} TsWatch;
-
-/* queries being watched, innermost first (nesting makes several) */
-static TsWatch *ts_watches = NULL;
-#endif
 
 /* Core's static ExecProcNodeFirst, learned in ts_instrument_init() */
 static ExecProcNodeMtd ts_core_first = NULL;
@@ -197,8 +107,8 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * clock.
  *
  * The estimator's variance is that of its rare slow calls times N: a
- * sampled call that was preempted for a few milliseconds (common with more
- * busy processes than CPUs, parallel workers included) counts N times.  So
+ * sampled call that was preempted (common with more busy processes than
+ * CPUs, parallel workers included) counts its preemption N times.  So
  * after each sampled call the loop's estimate is capped at the wall time
  * since the loop's first call began, which no node can exceed: an estimate
  * may still be high, but never longer than the node has been running.
@@ -233,8 +143,8 @@ ts_rng_seed(void)
 {
 	if (ts_rng_pid == MyProcPid && ts_rng_state != 0)
 		return;
-	/* any clock will do for a seed: the TSC through 18, core's on 19 */
-	ts_rng_state = (uint64) ts_clock_read(TS_CLK_OWN_TSC) ^
+	/* any clock will do for a seed */
+	ts_rng_state = (uint64) ts_clock_read(TS_CLOCK_TSC) ^
 		((uint64) MyProcPid << 32) ^ UINT64CONST(0x9E3779B97F4A7C15);
 	if (ts_rng_state == 0)
 		ts_rng_state = 1;
@@ -286,12 +196,12 @@ ts_usage_changed(const void *now, const void *start, size_t size)
  * How a wrapper keeps buffer/WAL usage: not at all (and no async mode),
  * with plain copies and comparisons, or with AVX2 ("wide").
  *
- * The copy and comparison above are what this costs; compiled for the
- * x86-64 baseline they are 16-byte moves, about 3 ns a call for a 128-byte
- * BufferUsage on an AMD EPYC (test/bench/usage_snapshot.c).  The wide
+ * The copy and comparison above are what keeping usage costs per call;
+ * compiled for the x86-64 baseline they are 16-byte moves.  The wide
  * wrappers are the same code compiled for AVX2, with the 32-byte snapshots
- * of usage_snap.h, chosen per node (ts_node_usage) where the CPU and the
- * kernel support it (ts_instrument_init).
+ * of usage_snap.h, which take half the instructions; they are chosen per
+ * node (ts_node_usage) where the CPU and the kernel support it
+ * (ts_instrument_init).  docs/benchmark.md has the measured costs.
  */
 typedef enum TsUsage
 {
@@ -336,8 +246,8 @@ typedef union TsWalSnap
  * TS_USAGE_WIDE buffer/WAL usage alone, with AVX2.
  */
 static pg_attribute_always_inline TupleTableSlot *
-ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
-					   TsUsage usage)
+ts_exec_proc_node_body(PlanState *node, TsTiming timing,
+					   TimingClockSource clock, TsUsage usage)
 {
 	TsNodeInstr *instr = node->instrument;
 	Instrumentation *flags = TS_INSTR_FLAGS(instr);
@@ -421,7 +331,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing, TsClock clock,
 			else if (weight > 1 && end > ti->loop_start)
 				ts_clock_clamp(clock, &instr->counter, end - ti->loop_start);
 		}
-		if (clock != TS_CLK_CORE_SYSTEM)
+		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
 	}
 
@@ -518,6 +428,7 @@ ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full,
 /* The wrappers of one clock, and the first-call functions that pick them */
 typedef struct TsWrapperSet
 {
+	TimingClockSource clock;	/* the clock they read */
 	ExecProcNodeMtd first;		/* every call timed */
 	ExecProcNodeMtd first_sampled;	/* timing_source.sample_every > 1 */
 	ExecProcNodeMtd sampled;
@@ -554,25 +465,44 @@ set##_first_sampled(PlanState *node) \
 						 TS_WIDE(set##_sampled_wide)); \
 } \
 static const TsWrapperSet set = { \
-	set##_first, set##_first_sampled, set##_sampled, set##_sampled_full, \
+	clock, set##_first, set##_first_sampled, set##_sampled, set##_sampled_full, \
 	TS_WIDE(set##_sampled_wide) \
 };
 
-#ifdef TS_CORE_CLOCK
-/* 19: core's clock, as core had chosen it when the query started */
-#if TS_CORE_HAVE_TSC
-TS_WRAPPER_SET(ts_wrappers_core_tsc, TS_CLK_CORE_TSC)
+/* one set per clock the wrappers can read in this build (instrument.h) */
+#if TS_NODE_CLOCK_TSC
+TS_WRAPPER_SET(ts_wrappers_tsc, TS_CLOCK_TSC)
 #endif
-TS_WRAPPER_SET(ts_wrappers_core_system, TS_CLK_CORE_SYSTEM)
-#else
-/* 15-18: the extension's TSC */
-TS_WRAPPER_SET(ts_wrappers_tsc, TS_CLK_OWN_TSC)
+#if TS_NODE_CLOCK_SYSTEM
+TS_WRAPPER_SET(ts_wrappers_system, TS_CLOCK_SYSTEM)
 #endif
 
+static const TsWrapperSet *const ts_wrapper_sets[] = {
+#if TS_NODE_CLOCK_TSC
+	&ts_wrappers_tsc,
+#endif
+#if TS_NODE_CLOCK_SYSTEM
+	&ts_wrappers_system,
+#endif
+};
+
+/* The wrappers that read "clock" (ts_node_clock_choose picks only those) */
+static const TsWrapperSet *
+ts_wrappers_for(TimingClockSource clock)
+{
+	for (int i = 0; i < lengthof(ts_wrapper_sets); i++)
+	{
+		if (ts_wrapper_sets[i]->clock == clock)
+			return ts_wrapper_sets[i];
+	}
+	elog(ERROR, "timing_source: no node wrappers for clock %d", (int) clock);
+	return NULL;
+}
+
 /* no timer (TIMING OFF): rows, loops and usage only, no clock */
-TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLK_CORE_SYSTEM, TS_USAGE_NONE)
-TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLK_CORE_SYSTEM, TS_USAGE_FULL)
-TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLK_CORE_SYSTEM)
+TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_NONE)
+TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL)
+TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
 
 static TupleTableSlot *
 ts_exec_proc_node_first_rows(PlanState *node)
@@ -581,8 +511,7 @@ ts_exec_proc_node_first_rows(PlanState *node)
 						 TS_WIDE(ts_exec_proc_node_rows_wide));
 }
 
-#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
-/* Whether a node was bound with sampled timing, and its N (0 if not) */
+/* Whether a node was bound with sampled timing */
 static bool
 ts_is_sampled(PlanState *node, const TsWrapperSet *set)
 {
@@ -592,22 +521,16 @@ ts_is_sampled(PlanState *node, const TsWrapperSet *set)
 		node->ExecProcNode == set->sampled_wide;
 }
 
-static uint64
+uint64
 ts_node_sample_every(PlanState *node)
 {
-#ifdef TS_CORE_CLOCK
-	if (
-#if TS_CORE_HAVE_TSC
-		ts_is_sampled(node, &ts_wrappers_core_tsc) ||
-#endif
-		ts_is_sampled(node, &ts_wrappers_core_system))
-#else
-	if (ts_is_sampled(node, &ts_wrappers_tsc))
-#endif
-		return ((TsInstrumentation *) node->instrument)->weight;
+	for (int i = 0; i < lengthof(ts_wrapper_sets); i++)
+	{
+		if (ts_is_sampled(node, ts_wrapper_sets[i]))
+			return ((TsInstrumentation *) node->instrument)->weight;
+	}
 	return 0;
 }
-#endif
 
 /*
  * Nodes core runs through MultiExecProcNode, with its own calls to
@@ -637,7 +560,8 @@ typedef struct TsBindContext
 	int			sample_every;	/* > 1: sampled timing */
 	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
-	List	   *timed;			/* 19: PlanStates bound to a timed wrapper */
+	List	   *timed;			/* PlanStates bound to a timed wrapper, if
+								 * TS_CLOCK_TRACKS_NODES */
 } TsBindContext;
 
 /*
@@ -683,9 +607,8 @@ ts_bind_node(PlanState *node, void *context)
 			else
 				node->ExecProcNode = bc->set->first;
 			bc->ntimed++;
-#ifdef TS_CORE_CLOCK
-			bc->timed = lappend(bc->timed, node);
-#endif
+			if (TS_CLOCK_TRACKS_NODES)
+				bc->timed = lappend(bc->timed, node);
 		}
 		bc->nusage[ts_node_usage(node->instrument)]++;
 	}
@@ -693,289 +616,14 @@ ts_bind_node(PlanState *node, void *context)
 	return planstate_tree_walker(node, ts_bind_node, context);
 }
 
-#ifndef TS_CORE_CLOCK
-/*
- * Both clocks at one instant: RDTSCP brackets around a system clock read,
- * the tightest kept.  A bracket of 1 us or less (about 60 ns unpreempted)
- * is as good as it gets, so normally one is enough; up to
- * TS_WATCHDOG_BRACKETS are tried when a preemption widened the first.
- */
-static void
-ts_watch_read(TsWatch *w)
-{
-	int			i;
-	uint64		good = Max(tsclock_info.khz / 1000, 1);	/* 1 us of ticks */
-
-	w->width = PG_UINT64_MAX;
-	for (i = 0; i < TS_WATCHDOG_BRACKETS && w->width > good; i++)
-	{
-		uint64		t0,
-					t1,
-					ns;
-
-		t0 = tsclock_read_ordered();
-		ns = tsclock_system_ns();
-		t1 = tsclock_read_ordered();
-		if (t1 >= t0 && t1 - t0 < w->width)
-		{
-			w->width = t1 - t0;
-			w->tsc = t0 + (t1 - t0) / 2;
-			w->ns = ns;
-		}
-	}
-}
-
-static void
-ts_watch_unlink(TsWatch *w)
-{
-	TsWatch   **p;
-
-	for (p = &ts_watches; *p != NULL; p = &(*p)->next)
-	{
-		if (*p == w)
-		{
-			*p = w->next;
-			return;
-		}
-	}
-}
-
-/* the query's memory goes away (normally after ExecutorEnd, or on error) */
-static void
-ts_watch_forget(void *arg)
-{
-	ts_watch_unlink((TsWatch *) arg);
-}
-
-static void
-ts_watch_start(QueryDesc *queryDesc)
-{
-	MemoryContext cxt = queryDesc->estate->es_query_cxt;
-	TsWatch    *w = MemoryContextAllocZero(cxt, sizeof(TsWatch));
-
-	w->queryDesc = queryDesc;
-	w->cb.func = ts_watch_forget;
-	w->cb.arg = w;
-	MemoryContextRegisterResetCallback(cxt, &w->cb);
-	w->next = ts_watches;
-	ts_watches = w;
-	ts_watch_read(w);
-}
-
-/* Compare the clocks over the query; stop the TSC if they disagree */
-static void
-ts_watch_end(TsWatch *start)
-{
-	TsWatch		end;
-	int64		sys_ns;
-	double		tsc_ns,
-				slack_ns,
-				diff_pct;
-	bool		failed;
-	char		reason[256];
-
-	/*
-	 * A query much shorter than TS_WATCHDOG_MIN_NS is not judged: skip the
-	 * end brackets then, which most of a short query's watchdog cost is.
-	 * Measured on the TSC, so "much shorter" is half: a TSC running at half
-	 * its assumed rate still gets every query of 20 ms or more checked.
-	 */
-	if (tsclock_read_fast() - start->tsc <
-		(uint64) tsclock_info.khz * (TS_WATCHDOG_MIN_NS / 2) / 1000000)
-	{
-		ts_watch_unlink(start);
-		return;
-	}
-
-	ts_watch_read(&end);
-	ts_watch_unlink(start);
-
-	sys_ns = (int64) (end.ns - start->ns);
-	if (end.ns < start->ns || sys_ns < TS_WATCHDOG_MIN_NS)
-		return;
-
-	/*
-	 * Each midpoint is within half its bracket of the counter at its clock
-	 * read, and each clock read is good to 1 ns.  An interval whose
-	 * brackets are too wide to judge 1% is not a check at all.
-	 */
-	slack_ns = (double) tsclock_ticks_to_ns((start->width + end.width) / 2) + 2.0;
-	if (slack_ns > sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0) / 2)
-		return;
-
-	tsc_ns = end.tsc >= start->tsc ?
-		(double) tsclock_ticks_to_ns(end.tsc - start->tsc) : -1.0;
-	diff_pct = (tsc_ns - (double) sys_ns) / (double) sys_ns * 100.0;
-	failed = tsc_ns < 0 ||
-		fabs(tsc_ns - (double) sys_ns) - slack_ns >
-		(double) sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0);
-
-	ts_stats_watchdog(failed);
-	if (!failed)
-		return;
-
-	snprintf(reason, sizeof(reason),
-			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
-			 (unsigned long long) tsclock_info.khz, diff_pct, sys_ns / 1e6);
-	ts_distrust_tsc(reason);
-
-	ereport(WARNING,
-			(errcode(ERRCODE_WARNING),
-			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
-					fabs(diff_pct)),
-			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
-					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
-					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,
-					   tsc_ns / 1e6,
-					   ts_shared_is_shared() ? "in every session until the server restarts" :
-					   "in this session"),
-			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
-					 "timing_source_tsc() shows the watchdog's counts; restart the server to detect the TSC again.")));
-}
-#endif							/* !TS_CORE_CLOCK */
-
-#ifdef TS_CORE_CLOCK
-/*
- * 19: a query whose nodes are bound to core's clock, the unit its
- * wrappers' ticks are in (core's ticks-to-ns factor when it started) and
- * the nodes they time.
- *
- * Core converts every instr_time to nanoseconds when EXPLAIN prints, with
- * the factor current then; a superuser's SET timing_clock_source inside
- * the query (in a function it calls, say) changes that factor, and
- * core's own wrappers then mix ticks of two clocks in one counter.  The
- * extension's wrappers keep reading the clock the query started with, in
- * its unit, and ExecutorFinish, after the last node has run and before
- * EXPLAIN or auto_explain print, converts their nodes' times into the
- * unit core will print them with.
- */
-typedef struct TsBoundQuery
-{
-	QueryDesc  *queryDesc;
-	uint64		unit;			/* ts_core_ticks_unit() when bound */
-	List	   *nodes;			/* PlanStates bound to a timed wrapper */
-	struct TsBoundQuery *next;
-	MemoryContextCallback cb;
-} TsBoundQuery;
-
-/* queries bound, innermost first (nesting makes several) */
-static TsBoundQuery *ts_bound_queries = NULL;
-
-static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
-
-static void
-ts_bound_forget(void *arg)
-{
-	TsBoundQuery **p;
-
-	for (p = &ts_bound_queries; *p != NULL; p = &(*p)->next)
-	{
-		if (*p == (TsBoundQuery *) arg)
-		{
-			*p = (*p)->next;
-			return;
-		}
-	}
-}
-
-static void
-ts_bound_remember(QueryDesc *queryDesc, List *nodes)
-{
-	MemoryContext cxt = queryDesc->estate->es_query_cxt;
-	TsBoundQuery *bq = MemoryContextAllocZero(cxt, sizeof(TsBoundQuery));
-
-	bq->queryDesc = queryDesc;
-	bq->unit = ts_core_ticks_unit();
-	bq->nodes = nodes;
-	bq->cb.func = ts_bound_forget;
-	bq->cb.arg = bq;
-	MemoryContextRegisterResetCallback(cxt, &bq->cb);
-	bq->next = ts_bound_queries;
-	ts_bound_queries = bq;
-}
-
-static inline void
-ts_rebase_time(instr_time *t, uint64 from_unit)
-{
-	t->ticks = ts_core_ns_to_ticks(ts_core_ticks_to_ns(t->ticks, from_unit));
-}
-
-static void
-ts_rebase_node(NodeInstrumentation *ni, uint64 from_unit)
-{
-	ts_rebase_time(&ni->counter, from_unit);
-	ts_rebase_time(&ni->firsttuple, from_unit);
-	ts_rebase_time(&ni->startup, from_unit);
-	ts_rebase_time(&ni->instr.total, from_unit);
-}
-
-/*
- * Times of a bound query's nodes, so far in the unit of the clock it
- * started with, into the unit core converts with now.  Parallel workers'
- * figures, which the leader has added to its nodes and keeps per worker,
- * are taken to be in the same unit as the leader's (the workers bound
- * their nodes when the leader launched them, with the leader's settings).
- */
-static void
-ts_bound_rebase(TsBoundQuery *bq)
-{
-	uint64		now = ts_core_ticks_unit();
-	ListCell   *lc;
-
-	if (now == bq->unit)
-		return;
-
-	foreach(lc, bq->nodes)
-	{
-		PlanState  *node = (PlanState *) lfirst(lc);
-
-		ts_rebase_node(node->instrument, bq->unit);
-		if (node->worker_instrument != NULL)
-		{
-			for (int i = 0; i < node->worker_instrument->num_workers; i++)
-				ts_rebase_node(&node->worker_instrument->instrument[i], bq->unit);
-		}
-	}
-
-	ereport(DEBUG1,
-			(errmsg_internal("timing_source: timing_clock_source changed during the query; times of %d plan nodes converted to the new clock's unit",
-							 list_length(bq->nodes))));
-	bq->unit = now;
-}
-
-static void
-ts_ExecutorFinish(QueryDesc *queryDesc)
-{
-	TsBoundQuery *bq;
-
-	if (prev_ExecutorFinish)
-		prev_ExecutorFinish(queryDesc);
-	else
-		standard_ExecutorFinish(queryDesc);
-
-	for (bq = ts_bound_queries; bq != NULL; bq = bq->next)
-	{
-		if (bq->queryDesc == queryDesc)
-		{
-			ts_bound_rebase(bq);
-			break;
-		}
-	}
-}
-#endif							/* TS_CORE_CLOCK */
-
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
-	TsClock		clock;
-	const TsWrapperSet *set;
+	TimingClockSource clock;
 	EState	   *estate;
 	TsBindContext bc;
 	ListCell   *lc;
 	MemoryContext oldcxt;
-#ifndef TS_CORE_CLOCK
-	bool		use_tsc;
-#endif
 
 	if (prev_ExecutorStart)
 		prev_ExecutorStart(queryDesc, eflags);
@@ -988,46 +636,14 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
 
-#ifdef TS_CORE_CLOCK
-
-	/*
-	 * 19: core's clock as core uses it now, for the whole query; a worker
-	 * has its leader's settings, timing_source.node_wrappers included.
-	 */
-	if (!ts_node_wrappers)
+	if (!ts_node_clock_choose(&clock))
 		return;
-#if TS_CORE_HAVE_TSC
-	if (ts_core_uses_tsc())
-	{
-		clock = TS_CLK_CORE_TSC;
-		set = &ts_wrappers_core_tsc;
-	}
-	else
-#endif
-	{
-		clock = TS_CLK_CORE_SYSTEM;
-		set = &ts_wrappers_core_system;
-	}
-#else
-
-	/*
-	 * Decide (this brings the process's view up to date), then pass the
-	 * decision on: workers this query starts must decide as this process
-	 * does now, also when that is the system clock.
-	 */
-	use_tsc = ts_session_uses_tsc();
-	ts_export_decision();
-	if (!use_tsc)
-		return;
-	clock = TS_CLK_OWN_TSC;
-	set = &ts_wrappers_tsc;
-#endif
 
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
 	memset(bc.nusage, 0, sizeof(bc.nusage));
 	bc.sample_every = ts_sample_every;
-	bc.set = set;
+	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
 	bc.timed = NIL;
 	if (bc.sample_every > 1)
@@ -1048,7 +664,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		ereport(DEBUG1,
 				(errmsg_internal("timing_source: %d plan nodes timed with the %s%s",
 								 bc.ntimed,
-								 clock == TS_CLK_CORE_SYSTEM ? "system clock" : "TSC",
+								 clock == TS_CLOCK_SYSTEM ? "system clock" : "TSC",
 								 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls", bc.sample_every) : "")));
 	else
 		ereport(DEBUG1,
@@ -1061,54 +677,13 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (bc.ntimed == 0)
 		return;
-#ifdef TS_CORE_CLOCK
-	ts_bound_remember(queryDesc, bc.timed);
-#else
-	if (!IsParallelWorker())
-		ts_watch_start(queryDesc);
-#endif
+	ts_clock_query_start(queryDesc, bc.timed);
 }
-
-#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
-static explain_per_node_hook_type prev_explain_per_node = NULL;
-
-/*
- * EXPLAIN (and auto_explain) of a query timed with sampling: say so once,
- * on the top plan node, since its times are estimates.
- */
-static void
-ts_explain_per_node(PlanState *planstate, List *ancestors,
-					const char *relationship, const char *plan_name,
-					struct ExplainState *es)
-{
-	uint64		n;
-
-	if (prev_explain_per_node)
-		prev_explain_per_node(planstate, ancestors, relationship, plan_name, es);
-
-	if (ancestors == NIL && es->analyze && es->timing &&
-		(n = ts_node_sample_every(planstate)) > 1)
-		ExplainPropertyText("Timing",
-							psprintf("sampled, 1 in " UINT64_FORMAT " calls", n),
-							es);
-}
-#endif
 
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
 {
-#ifndef TS_CORE_CLOCK
-	TsWatch    *w;
-
-	for (w = ts_watches; w != NULL; w = w->next)
-	{
-		if (w->queryDesc == queryDesc)
-		{
-			ts_watch_end(w);
-			break;
-		}
-	}
-#endif
+	ts_clock_query_end(queryDesc);
 
 	if (ts_pending_calls > 0)
 	{
@@ -1134,13 +709,7 @@ ts_instrument_samples(bool tsc)
 {
 	if (ts_sample_every <= 1)
 		return false;
-#ifdef TS_CORE_CLOCK
-	/* 19: the wrappers read whichever clock core uses */
-	return ts_node_wrappers;
-#else
-	/* 15-18: only the TSC's wrappers sample; core times the system clock */
-	return tsc;
-#endif
+	return ts_node_clock_samples(tsc);
 }
 
 void
@@ -1177,18 +746,11 @@ ts_instrument_init(void)
 	ExecutorStart_hook = ts_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
-#ifdef TS_CORE_CLOCK
-	prev_ExecutorFinish = ExecutorFinish_hook;
-	ExecutorFinish_hook = ts_ExecutorFinish;
-#endif
-#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
-	prev_explain_per_node = explain_per_node_hook;
-	explain_per_node_hook = ts_explain_per_node;
-#endif
+	ts_clock_init();
+	ts_explain_init();
 }
 
-#else							/* !(TS_HAVE_EXECUTOR_HOOK && (TSCLOCK_HAVE_TSC
-								 * || TS_CORE_CLOCK)) */
+#else							/* !TS_HAVE_NODE_WRAPPERS */
 
 /*
  * No TSC in this build of an extension for 15-18, or instr_time is not in

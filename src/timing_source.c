@@ -1,8 +1,7 @@
 /*-------------------------------------------------------------------------
  *
  * timing_source.c
- *	  Module entry point, the timing_clock_source settings, and
- *	  timing_source_tsc().
+ *	  Module entry point and the timing_clock_source settings.
  *
  * Two settings:
  *
@@ -22,7 +21,7 @@
  * On PostgreSQL 19 and later, core owns timing_clock_source: we define
  * neither setting.  There timing_source.node_wrappers (on by default)
  * times plan nodes through the extension's wrappers, which are cheaper
- * than core's own (README: "PostgreSQL 19"), with core's clock as core
+ * than core's own (docs/benchmark.md), with core's clock as core
  * chose it at the start of each query; timing_source.sample_every works
  * there too.
  *
@@ -30,11 +29,9 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
 #include "access/parallel.h"
 #include "access/xact.h"
 #include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -42,7 +39,7 @@
 
 #include "timing_source.h"
 
-PG_MODULE_MAGIC;
+TS_MODULE_MAGIC;
 
 bool		ts_core_owns_setting = TS_CORE_OWNS_SETTING;
 
@@ -98,10 +95,8 @@ ts_ensure_detected(void)
 	if (IsParallelWorker())
 	{
 		/* no leader decision arrived: time with the system clock */
-		snprintf(tsclock_info.reason, sizeof(tsclock_info.reason),
-				 "This parallel worker did not receive its leader's TSC decision.");
-		snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
-				 "%s", tsclock_info.reason);
+		tsclock_set_unusable(&tsclock_info,
+							 "This parallel worker did not receive its leader's TSC decision.");
 		tsclock_info.detected = true;
 		return;
 	}
@@ -143,12 +138,8 @@ ts_distrust_tsc(const char *reason)
 		ts_shared_distrust(reason);
 	if (!tsclock_info.usable)
 		return;
-	/* keep mult: queries bound before this point still convert with it */
-	tsclock_info.usable = false;
-	snprintf(tsclock_info.reason, sizeof(tsclock_info.reason), "%s", reason);
-	snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
-			 "%s", reason);
-	tsclock_info.auto_ok = false;
+	/* keeps mult: queries bound before this point still convert with it */
+	tsclock_set_unusable(&tsclock_info, reason);
 }
 
 /*
@@ -213,13 +204,11 @@ ts_session_uses_tsc(void)
 void
 ts_export_decision(void)
 {
-	char		want[64];
+	char		want[TSCLOCK_DECISION_LEN];
 
 	if (IsParallelWorker() || IsInParallelMode())
 		return;
-	snprintf(want, sizeof(want), "%llu/%d/%d",
-			 (unsigned long long) tsclock_info.khz,
-			 (int) tsclock_info.usable, (int) tsclock_info.auto_ok);
+	tsclock_decision_encode(&tsclock_info, want, sizeof(want));
 	if (parallel_clock != NULL && strcmp(parallel_clock, want) == 0)
 		return;
 
@@ -239,9 +228,7 @@ ts_export_decision(void)
 static bool
 check_parallel_clock(char **newval, void **extra, GucSource source)
 {
-	unsigned long long khz;
-	int			usable,
-				auto_ok;
+	TsClockDecision d;
 
 	if (*newval == NULL || (*newval)[0] == '\0')
 		return true;
@@ -251,7 +238,7 @@ check_parallel_clock(char **newval, void **extra, GucSource source)
 		GUC_check_errdetail("This parameter is set by timing_source itself.");
 		return false;
 	}
-	if (sscanf(*newval, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+	if (!tsclock_decision_parse(*newval, &d))
 	{
 		GUC_check_errdetail("The value must have the form \"kHz/usable/auto\".");
 		return false;
@@ -263,43 +250,16 @@ check_parallel_clock(char **newval, void **extra, GucSource source)
 static void
 assign_parallel_clock(const char *newval, void *extra)
 {
-	unsigned long long khz;
-	int			usable,
-				auto_ok;
+	TsClockDecision d;
 
 	if (!IsParallelWorker())
 		return;
-	if (newval == NULL ||
-		sscanf(newval, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+	if (!tsclock_decision_parse(newval, &d))
 	{
 		have_leader_decision = false;
 		return;
 	}
-
-	tsclock_info.detected = true;
-	tsclock_info.khz = khz;
-#ifdef TSCLOCK_HAVE_TSC
-#ifdef TSCLOCK_ARM64
-	tsclock_info.arm64 = true;
-#else
-	tsclock_info.x86_64 = true;
-#endif
-	tsclock_info.usable = usable && khz > 0;
-	tsclock_info.auto_ok = tsclock_info.usable && auto_ok;
-#else
-	tsclock_info.usable = tsclock_info.auto_ok = false;
-#endif
-	tsclock_info.mult = tsclock_mult_for_khz(tsclock_info.usable ? khz : 0);
-	if (!tsclock_info.usable)
-		snprintf(tsclock_info.reason, sizeof(tsclock_info.reason),
-				 "The leader of this parallel worker does not use the TSC.");
-	else
-		tsclock_info.reason[0] = '\0';
-	if (!tsclock_info.auto_ok)
-		snprintf(tsclock_info.auto_reason, sizeof(tsclock_info.auto_reason),
-				 "The leader of this parallel worker does not use the TSC by default.");
-	else
-		tsclock_info.auto_reason[0] = '\0';
+	tsclock_adopt_decision(&tsclock_info, &d);
 	have_leader_decision = true;
 }
 
@@ -446,71 +406,4 @@ ts_define_clock_settings(void)
 							   GUC_NO_SHOW_ALL | GUC_NOT_IN_SAMPLE | GUC_NO_RESET_ALL |
 							   GUC_DISALLOW_IN_FILE | GUC_DISALLOW_IN_AUTO_FILE,
 							   check_parallel_clock, assign_parallel_clock, NULL);
-}
-
-/*
- * timing_source_tsc() -> one row, see the install script for the columns.
- *
- * Version 1.0 of the SQL definition has the first 12 columns only; the
- * row is built to whatever the caller's definition asks for, so a new
- * library serves a database whose extension has not been updated yet.
- */
-PG_FUNCTION_INFO_V1(timing_source_tsc);
-
-#define TS_TSC_COLS 16
-
-Datum
-timing_source_tsc(PG_FUNCTION_ARGS)
-{
-	const TsClockInfo *info = &tsclock_info;
-	TupleDesc	tupdesc;
-	Datum		values[TS_TSC_COLS];
-	bool		nulls[TS_TSC_COLS];
-	bool		in_use;
-	TsStats		stats;
-
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	if (tupdesc->natts > TS_TSC_COLS)
-		elog(ERROR, "timing_source_tsc() returns at most %d columns, not %d",
-			 TS_TSC_COLS, tupdesc->natts);
-
-	ts_ensure_detected();
-	in_use = ts_session_uses_tsc();
-	ts_stats_read(&stats);
-	memset(nulls, 0, sizeof(nulls));
-
-	values[0] = BoolGetDatum(info->usable);
-	values[1] = BoolGetDatum(in_use);
-	values[2] = Int64GetDatum((int64) info->khz);
-	nulls[2] = (info->khz == 0);
-	values[3] = CStringGetTextDatum(info->freq_source);
-	values[4] = Int64GetDatum((int64) info->cal.khz);
-	nulls[4] = !info->cal.converged;
-	values[5] = ts_fixed_datum(tupdesc, 5, info->calibration_ppm, TS_PPM_SCALE);
-	nulls[5] = !info->have_ppm;
-	/*
-	 * CPU features are unknown, not absent, where the TSC is compiled out.
-	 * On arm64 the counter is invariant by architecture, and RDTSCP and
-	 * TSC_ADJUST are x86 concepts: NULL.
-	 */
-	values[6] = BoolGetDatum(info->invariant);
-	values[7] = BoolGetDatum(info->rdtscp);
-	values[8] = BoolGetDatum(info->tsc_adjust);
-	nulls[6] = !info->x86_64 && !info->arm64;
-	nulls[7] = nulls[8] = !info->x86_64;
-	values[9] = CStringGetTextDatum(info->hv_name);
-	nulls[9] = !info->hypervisor;
-	values[10] = CStringGetTextDatum(info->os_clocksource);
-	nulls[10] = (info->os_clocksource[0] == '\0');
-	values[11] = CStringGetTextDatum(info->reason);
-	nulls[11] = info->usable;
-	/* 1.1 */
-	values[12] = CStringGetTextDatum(info->auto_reason);
-	nulls[12] = info->auto_ok;
-	values[13] = Int64GetDatum((int64) stats.watchdog_checks);
-	values[14] = Int64GetDatum((int64) stats.watchdog_failures);
-	values[15] = Int64GetDatum((int64) stats.tsc_calls);
-
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -88,7 +88,7 @@ extern void ts_distrust_tsc(const char *reason);
  */
 extern void ts_export_decision(void);
 
-/* executor glue (instrument.c) */
+/* executor glue (instrument.c; what its files share is in instrument.h) */
 extern void ts_instrument_init(void);
 
 /*

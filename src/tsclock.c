@@ -27,7 +27,7 @@
  * seen.  The frequency is the tick difference of the bracket midpoints
  * over the system clock difference; the half-widths of the two brackets
  * bound the error, so the run stops as soon as that bound is below
- * TSCLOCK_CAL_TARGET_PPM (typically after a few milliseconds), or after
+ * TSCLOCK_CAL_TARGET_PPM (normally long before the limit), or after
  * TSCLOCK_CAL_MAX_NS in any case.  A preempted read only produces a wide
  * bracket, which is never the tightest, so it cannot skew the result.
  *
@@ -78,6 +78,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #ifdef TSCLOCK_X86
 #include <cpuid.h>
@@ -394,10 +395,8 @@ tsclock_decide(TsClockInfo *info, const TsCpuidRaw *raw,
 	{
 		/* TSC code compiled out */
 		snprintf(info->freq_source, sizeof(info->freq_source), "none");
-		snprintf(info->reason, sizeof(info->reason),
-				 "This build of timing_source is not for x86-64 or arm64, so only the system clock is available.");
-		snprintf(info->auto_reason, sizeof(info->auto_reason), "%s",
-				 info->reason);
+		tsclock_set_unusable(info,
+							 "This build of timing_source is not for x86-64 or arm64, so only the system clock is available.");
 		return;
 	}
 
@@ -955,11 +954,9 @@ tsclock_apply_env(TsClockInfo *info)
 
 	if (v != NULL && v[0] != '\0' && info->usable)
 	{
-		info->usable = false;
+		tsclock_set_unusable(info,
+							 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
 		info->mult = 0;
-		snprintf(info->reason, sizeof(info->reason),
-				 "The TSC was disabled by the environment variable TIMING_SOURCE_DISABLE_TSC.");
-		decide_auto(info);
 	}
 
 	if (test_khz != NULL && test_khz[0] != '\0' && info->usable)
@@ -977,6 +974,133 @@ tsclock_apply_env(TsClockInfo *info)
 					 ", overridden by TIMING_SOURCE_TEST_KHZ");
 		}
 	}
+}
+
+void
+tsclock_set_unusable(TsClockInfo *info, const char *reason)
+{
+	info->usable = false;
+	info->auto_ok = false;
+	snprintf(info->reason, sizeof(info->reason), "%s", reason);
+	snprintf(info->auto_reason, sizeof(info->auto_reason), "%s", reason);
+}
+
+void
+tsclock_decision_encode(const TsClockInfo *info, char *buf, size_t len)
+{
+	snprintf(buf, len, "%llu/%d/%d", (unsigned long long) info->khz,
+			 (int) info->usable, (int) info->auto_ok);
+}
+
+bool
+tsclock_decision_parse(const char *text, TsClockDecision *d)
+{
+	unsigned long long khz;
+	int			usable,
+				auto_ok;
+
+	if (text == NULL || sscanf(text, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+		return false;
+	d->khz = khz;
+	d->usable = (usable != 0);
+	d->auto_ok = (auto_ok != 0);
+	return true;
+}
+
+void
+tsclock_adopt_decision(TsClockInfo *info, const TsClockDecision *d)
+{
+	info->detected = true;
+	info->khz = d->khz;
+#if defined(TSCLOCK_X86)
+	info->x86_64 = true;
+#elif defined(TSCLOCK_ARM64)
+	info->arm64 = true;
+#endif
+#ifdef TSCLOCK_HAVE_TSC
+	info->usable = d->usable && d->khz > 0;
+	info->auto_ok = info->usable && d->auto_ok;
+#else
+	info->usable = info->auto_ok = false;
+#endif
+	info->mult = tsclock_mult_for_khz(info->usable ? d->khz : 0);
+	if (!info->usable)
+		snprintf(info->reason, sizeof(info->reason),
+				 "The leader of this parallel worker does not use the TSC.");
+	else
+		info->reason[0] = '\0';
+	if (!info->auto_ok)
+		snprintf(info->auto_reason, sizeof(info->auto_reason),
+				 "The leader of this parallel worker does not use the TSC by default.");
+	else
+		info->auto_reason[0] = '\0';
+}
+
+/*
+ * The diagnostics keep pg_test_timing's x86 names on every architecture,
+ * so that scripts work anywhere; arm64's instruction names are accepted
+ * as well.
+ */
+static const char *const read_names[TSCLOCK_NUM_READS] = {"system", "rdtscp", "rdtsc"};
+
+#ifdef TSCLOCK_ARM64
+static const char *const read_aliases[TSCLOCK_NUM_READS] = {NULL, "cntvct_isb", "cntvct"};
+static const char *const read_insns[TSCLOCK_NUM_READS] = {
+	"clock_gettime (CLOCK_MONOTONIC)", "ISB + CNTVCT_EL0", "CNTVCT_EL0"
+};
+#else
+static const char *const read_aliases[TSCLOCK_NUM_READS] = {NULL, NULL, NULL};
+static const char *const read_insns[TSCLOCK_NUM_READS] = {
+	"clock_gettime (CLOCK_MONOTONIC)", "RDTSCP", "RDTSC"
+};
+#endif
+
+const char *
+tsclock_read_name(TsClockRead read)
+{
+	return read_names[read];
+}
+
+const char *
+tsclock_read_alias(TsClockRead read)
+{
+	return read_aliases[read];
+}
+
+const char *
+tsclock_read_insn(TsClockRead read)
+{
+	return read_insns[read];
+}
+
+bool
+tsclock_read_lookup(const char *name, TsClockRead *read)
+{
+	int			i;
+
+	for (i = 0; i < TSCLOCK_NUM_READS; i++)
+	{
+		if (strcasecmp(name, read_names[i]) == 0 ||
+			(read_aliases[i] != NULL && strcasecmp(name, read_aliases[i]) == 0))
+		{
+			*read = (TsClockRead) i;
+			return true;
+		}
+	}
+	return false;
+}
+
+bool
+tsclock_has_counter(const TsClockInfo *info)
+{
+	return info->x86_64 || info->arm64;
+}
+
+bool
+tsclock_can_calibrate(const TsClockInfo *info)
+{
+	return (info->x86_64 && info->rdtscp) ||
+		(info->arm64 && info->el0_readable);
 }
 
 void

@@ -11,10 +11,16 @@
  *
  * "TSC" stands for the CPU's counter: the Time-Stamp Counter on x86-64, the
  * generic timer's virtual counter CNTVCT_EL0 on arm64 (see the arm64 notes
- * in tsclock.c).  Building with TSCLOCK_NO_X86 defined (the historical
- * name: it compiles the counter out on every architecture), or on any
+ * in tsclock.c).  Building with TSCLOCK_NO_COUNTER defined, or on any
  * other architecture, compiles all counter code out; only the system
- * clock is offered.
+ * clock is offered.  TSCLOCK_NO_X86 is another name for TSCLOCK_NO_COUNTER
+ * that builds and scripts pass; it too compiles out the arm64 counter.
+ *
+ * Everything that depends on the architecture is answered here: which
+ * counter there is and what its reads are called, what a leader passes to
+ * its parallel workers and how they adopt it, and how a verdict is
+ * withdrawn.  The PostgreSQL-facing files ask; they do not rebuild a
+ * TsClockInfo themselves.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,7 +32,11 @@
 #include <stdint.h>
 #include <time.h>
 
-#if (defined(__x86_64__) || defined(_M_AMD64)) && !defined(TSCLOCK_NO_X86)
+#if defined(TSCLOCK_NO_X86) && !defined(TSCLOCK_NO_COUNTER)
+#define TSCLOCK_NO_COUNTER 1
+#endif
+
+#if (defined(__x86_64__) || defined(_M_AMD64)) && !defined(TSCLOCK_NO_COUNTER)
 #define TSCLOCK_HAVE_TSC 1
 #define TSCLOCK_X86 1
 #if defined(_MSC_VER)
@@ -34,7 +44,7 @@
 #else
 #include <x86intrin.h>
 #endif
-#elif defined(__aarch64__) && !defined(TSCLOCK_NO_X86)
+#elif defined(__aarch64__) && !defined(TSCLOCK_NO_COUNTER)
 #define TSCLOCK_HAVE_TSC 1
 #define TSCLOCK_ARM64 1
 #endif
@@ -194,6 +204,35 @@ typedef struct TsArm64Raw
 	double		syscall_ns;		/* one trivial system call, ns (0: unknown) */
 } TsArm64Raw;
 
+/*
+ * The three ways of reading a clock that the diagnostics measure: the
+ * system clock, the counter read ordered (waiting for earlier
+ * instructions) and the counter read plain.  See tsclock_read_name().
+ */
+typedef enum TsClockRead
+{
+	TSCLOCK_READ_SYSTEM,
+	TSCLOCK_READ_ORDERED,
+	TSCLOCK_READ_FAST
+} TsClockRead;
+
+#define TSCLOCK_NUM_READS	3
+
+/*
+ * What a process that does not detect by itself (a parallel worker) is
+ * told by the one that did (its leader), so that both time with the same
+ * clock and frequency.  It travels as text, see tsclock_decision_encode().
+ */
+typedef struct TsClockDecision
+{
+	uint64_t	khz;			/* frequency in use, 0 if none */
+	bool		usable;			/* 'tsc' may use the counter */
+	bool		auto_ok;		/* 'auto' uses it */
+} TsClockDecision;
+
+/* room for the text form of any decision, terminator included */
+#define TSCLOCK_DECISION_LEN	64
+
 /* The process-wide result, valid once tsclock_detect() has run. */
 extern TsClockInfo tsclock_info;
 
@@ -256,6 +295,57 @@ extern void tsclock_decide_arm64(TsClockInfo *info, const TsArm64Raw *raw,
 /* Verdict of Linux's clocksource for the arm64 counter */
 extern TsOsClockVerdict tsclock_os_clock_verdict_arm64(const char *clocksource);
 
+/*
+ * Withdraw the counter: 'tsc' and 'auto' both refuse it from now on, with
+ * reason as the reason for both.  The multiplier is kept, so intervals
+ * measured before still convert.
+ */
+extern void tsclock_set_unusable(TsClockInfo *info, const char *reason);
+
+/*
+ * A decision as text, "kHz/usable/auto" (at most TSCLOCK_DECISION_LEN
+ * bytes with the terminator), and back; parsing returns false for text
+ * not of that form.
+ */
+extern void tsclock_decision_encode(const TsClockInfo *info, char *buf,
+									size_t len);
+extern bool tsclock_decision_parse(const char *text, TsClockDecision *d);
+
+/*
+ * Take over another process's decision instead of detecting: info becomes
+ * detected, with that frequency and those verdicts (none where this build
+ * has no counter), the matching multiplier, and reasons that name the
+ * leader as their source.
+ */
+extern void tsclock_adopt_decision(TsClockInfo *info,
+								   const TsClockDecision *d);
+
+/*
+ * Names of the reads: tsclock_read_name() is what the diagnostics accept
+ * and print on every architecture ("system", "rdtscp", "rdtsc");
+ * tsclock_read_alias() the architecture's own name that is accepted too
+ * (arm64: "cntvct_isb", "cntvct"; NULL elsewhere); tsclock_read_insn()
+ * what the read executes, for reports ("RDTSCP", "ISB + CNTVCT_EL0", ...).
+ * tsclock_read_lookup() finds a read by either name, ignoring case.
+ */
+extern const char *tsclock_read_name(TsClockRead read);
+extern const char *tsclock_read_alias(TsClockRead read);
+extern const char *tsclock_read_insn(TsClockRead read);
+extern bool tsclock_read_lookup(const char *name, TsClockRead *read);
+
+/*
+ * Whether info describes a counter this build has code for (x86-64's TSC
+ * or arm64's generic timer), usable or not: without one, CPU features are
+ * unknown rather than absent
+ */
+extern bool tsclock_has_counter(const TsClockInfo *info);
+
+/*
+ * Whether the counter can be calibrated here (an ordered read exists),
+ * also when it is unusable for another reason
+ */
+extern bool tsclock_can_calibrate(const TsClockInfo *info);
+
 /* Frequency bounds for the architecture info describes */
 extern uint64_t tsclock_min_khz(const TsClockInfo *info);
 extern uint64_t tsclock_max_khz(const TsClockInfo *info);
@@ -305,12 +395,11 @@ extern uint64_t tsclock_mult_for_khz(uint64_t khz);
  *	 ns = (ticks * mult + 2^29) >> 30,	 mult = round(10^6 * 2^30 / khz)
  *
  * computed with a 64 x 64 -> 128-bit product, so it is exact for any
- * 64-bit tick count whose result fits in 64 bits, at any frequency.  (An
- * earlier version split ticks at bit 30 and multiplied the low part in 64
- * bits, which needs mult < 2^34, i.e. khz > 62.5 MHz: at the generic
- * timer's common 24 MHz mult is about 4.5e10 > 2^35, and lo * mult
- * overflowed.)  One widening multiply (MUL on x86-64, MUL + UMULH on
- * arm64), no branch.
+ * 64-bit tick count whose result fits in 64 bits, at any frequency.
+ * Splitting ticks at bit 30 and multiplying the low part in 64 bits would
+ * need mult < 2^34, i.e. khz > 62.5 MHz, which the arm64 generic timer's
+ * common 24 MHz is not.  One widening multiply (MUL on x86-64, MUL + UMULH
+ * on arm64), no branch.
  *
  * Rounding rather than truncating matters for per-node timing: intervals
  * are often a few dozen ticks, and truncation would bias every one by half
@@ -412,5 +501,28 @@ tsclock_order_after(void)
 	__asm__ __volatile__("isb" : : : "memory");
 }
 #endif
+
+/*
+ * One read of the given kind; the system clock where no counter is built.
+ * Always inlined, so that a measuring loop with a constant kind reads
+ * directly.
+ */
+#if defined(__GNUC__)
+#define TSCLOCK_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define TSCLOCK_ALWAYS_INLINE inline
+#endif
+
+static TSCLOCK_ALWAYS_INLINE uint64_t
+tsclock_read_kind(TsClockRead read)
+{
+#ifdef TSCLOCK_HAVE_TSC
+	if (read == TSCLOCK_READ_ORDERED)
+		return tsclock_read_ordered();
+	if (read == TSCLOCK_READ_FAST)
+		return tsclock_read_fast();
+#endif
+	return tsclock_system_ns();
+}
 
 #endif							/* TSCLOCK_H */

@@ -13,8 +13,8 @@
  * ts_snap_cpu_ok() says the CPU and the kernel support it.
  *
  * Plain C without PostgreSQL headers, so that test/unit can check it.
- * Compiled out, like the TSC, with TSCLOCK_NO_X86 and on other
- * architectures.
+ * Compiled out, like the TSC, with TSCLOCK_NO_COUNTER (or its other name
+ * TSCLOCK_NO_X86, see tsclock.h) and on other architectures.
  *
  *-------------------------------------------------------------------------
  */
@@ -26,7 +26,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(TSCLOCK_NO_X86)
+#if defined(__x86_64__) && defined(__GNUC__) && \
+	!defined(TSCLOCK_NO_COUNTER) && !defined(TSCLOCK_NO_X86)
 #define TS_HAVE_WIDE_USAGE 1
 
 #include <immintrin.h>

@@ -31,20 +31,13 @@ volatile uint64_t sink;
 
 enum src
 {
-	SYS, TSCP, TSC
+	SYS = TSCLOCK_READ_SYSTEM,
+	TSCP = TSCLOCK_READ_ORDERED,
+	TSC = TSCLOCK_READ_FAST
 };
 
-static inline __attribute__((always_inline)) uint64_t
-rd(enum src s)
-{
-#ifdef TSCLOCK_HAVE_TSC
-	if (s == TSCP)
-		return tsclock_rdtscp();
-	if (s == TSC)
-		return tsclock_rdtsc();
-#endif
-	return tsclock_system_ns();
-}
+/* the diagnostics' own read, so that both loops read the same way */
+#define rd(s) tsclock_read_kind((TsClockRead) (s))
 
 static inline __attribute__((always_inline)) uint64_t
 end_for(enum src s, uint64_t start, double seconds)

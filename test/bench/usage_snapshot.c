@@ -3,8 +3,8 @@
  * in a node wrapper: the copy and XOR-compare the plain wrappers use, the
  * same with explicit vector XOR, the AVX2 copy and compare of the wide
  * wrappers (x86-64 CPUs with AVX2), and a stack of snapshots recognised by
- * the sum of their words (tried for issue 9, measured, not kept; see
- * README).
+ * the sum of their words (an alternative the wrappers do not use; see
+ * docs/benchmark.md).
  * Each scheme must add the same totals, which the program checks.
  *
  *   gcc -O2 -o /tmp/usage_snapshot test/bench/usage_snapshot.c && /tmp/usage_snapshot

@@ -3,11 +3,18 @@
  *	  Unit tests of the clock core (src/tsclock.c), TAP output for prove.
  *
  * Built twice by "make unittest": once normally, and once with
- * TSCLOCK_NO_X86 so that the non-x86-64 path (TSC compiled out, system
+ * TSCLOCK_NO_X86 (the other name of TSCLOCK_NO_COUNTER) so that the
+ * non-x86-64 path (TSC compiled out, system
  * clock only) is compiled and checked on every machine.
  */
 #include "tsclock.h"
 #include "tap.h"
+
+/* the older name must keep working: builds and scripts pass it */
+#if defined(TSCLOCK_NO_X86) && \
+	(!defined(TSCLOCK_NO_COUNTER) || defined(TSCLOCK_HAVE_TSC))
+#error "TSCLOCK_NO_X86 must compile the counter out, as TSCLOCK_NO_COUNTER does"
+#endif
 
 #include <math.h>
 #include <stdarg.h>
@@ -45,8 +52,8 @@ test_conversion(void)
 	/*
 	 * x86-64 TSCs (100 MHz to 20 GHz) and arm64 generic timers: 1 MHz, the
 	 * common 19.2, 24, 25 and 54 MHz, qemu's 62.5 MHz, 100 MHz and 1 GHz.
-	 * Below 62.5 MHz the multiplier exceeds 2^34, where the old split
-	 * conversion overflowed 64 bits.
+	 * Below 62.5 MHz the multiplier exceeds 2^34, where a conversion split
+	 * at bit 30 would overflow 64 bits.
 	 */
 	static const uint64_t khzs[] = {1000000, 2100000, 3700000, 5000000,
 		100000, 2099109, 19999999,
@@ -115,7 +122,7 @@ test_conversion(void)
 		ok(mono, "conversion is monotonic across the 2^30 split point");
 	}
 
-	/* 24 MHz: the multiplier is above 2^35; lo * mult needed 65+ bits */
+	/* 24 MHz: the multiplier is above 2^35; a split lo * mult would need 65+ bits */
 	{
 		uint64_t	mult = tsclock_mult_for_khz(24000);
 		uint64_t	ticks = (UINT64_C(1) << 30) - 1;	/* 44.7 s */
@@ -582,6 +589,152 @@ test_decide(void)
 }
 
 /* ---------------------------------------------------------------------
+ * A leader's decision for its parallel workers, and withdrawing the TSC
+ * --------------------------------------------------------------------- */
+
+static void
+test_decision(void)
+{
+	TsClockInfo leader;
+	TsClockInfo worker;
+	TsClockDecision d;
+	TsCpuidRaw	raw;
+	TsCalibration cal = cal_of(3e9);
+	char		text[TSCLOCK_DECISION_LEN];
+	char		longest[TSCLOCK_DECISION_LEN + 16];
+	bool		have_counter;
+	uint64_t	mult_before;
+
+#ifdef TSCLOCK_HAVE_TSC
+	have_counter = true;
+#else
+	have_counter = false;
+#endif
+
+	raw = raw_bare_metal();
+	tsclock_decide(&leader, &raw, &cal, "tsc");
+	tsclock_decision_encode(&leader, text, sizeof(text));
+	ok(strcmp(text, "3000000/1/1") == 0, "decision as text: kHz/usable/auto (%s)", text);
+	ok(tsclock_decision_parse(text, &d) && d.khz == 3000000 && d.usable && d.auto_ok,
+	   "the text parses back to the same decision");
+
+	/* the largest frequency and both verdicts fit the buffer */
+	leader.khz = UINT64_MAX;
+	tsclock_decision_encode(&leader, longest, sizeof(longest));
+	ok(strlen(longest) < TSCLOCK_DECISION_LEN && tsclock_decision_parse(longest, &d) &&
+	   d.khz == UINT64_MAX, "the longest decision fits TSCLOCK_DECISION_LEN (%s)", longest);
+
+	ok(!tsclock_decision_parse("", &d) && !tsclock_decision_parse("3000000/1", &d) &&
+	   !tsclock_decision_parse("fast", &d) && !tsclock_decision_parse(NULL, &d),
+	   "empty, short and other text is not a decision");
+	ok(tsclock_decision_parse("24000/0/1", &d) && d.khz == 24000 && !d.usable && d.auto_ok,
+	   "each field parses on its own");
+
+	memset(&worker, 0, sizeof(worker));
+	d.khz = 3000000;
+	d.usable = d.auto_ok = true;
+	tsclock_adopt_decision(&worker, &d);
+	if (have_counter)
+		ok(worker.detected && worker.usable && worker.auto_ok && worker.khz == 3000000 &&
+		   worker.mult == tsclock_mult_for_khz(3000000) &&
+		   worker.reason[0] == '\0' && worker.auto_reason[0] == '\0' &&
+		   (worker.x86_64 || worker.arm64) && !(worker.x86_64 && worker.arm64),
+		   "adopted: the leader's frequency and verdicts, this build's architecture");
+	else
+		ok(worker.detected && !worker.usable && !worker.auto_ok && worker.mult == 0 &&
+		   !worker.x86_64 && !worker.arm64 &&
+		   strstr(worker.reason, "leader") != NULL,
+		   "adopted without a counter compiled in: the system clock only (%s)", worker.reason);
+
+	memset(&worker, 0, sizeof(worker));
+	d.auto_ok = false;
+	tsclock_adopt_decision(&worker, &d);
+	ok(worker.usable == have_counter && !worker.auto_ok &&
+	   strcmp(worker.auto_reason, "The leader of this parallel worker does not use the TSC by default.") == 0,
+	   "adopted 'tsc only': auto declines and says the leader does");
+
+	memset(&worker, 0, sizeof(worker));
+	d.khz = 0;
+	d.usable = d.auto_ok = true;
+	tsclock_adopt_decision(&worker, &d);
+	ok(!worker.usable && !worker.auto_ok && worker.mult == 0 &&
+	   strcmp(worker.reason, "The leader of this parallel worker does not use the TSC.") == 0,
+	   "adopted usable without a frequency: not usable");
+
+	/* withdrawing the counter keeps the multiplier for intervals already taken */
+	raw = raw_bare_metal();
+	tsclock_decide(&leader, &raw, &cal, "tsc");
+	mult_before = leader.mult;
+	tsclock_set_unusable(&leader, "watched and found wrong");
+	ok(!leader.usable && !leader.auto_ok && leader.mult == mult_before && mult_before != 0 &&
+	   strcmp(leader.reason, "watched and found wrong") == 0 &&
+	   strcmp(leader.auto_reason, "watched and found wrong") == 0,
+	   "set unusable: both verdicts off, one reason for both, multiplier kept");
+}
+
+static void
+test_read_names(void)
+{
+	TsClockRead r;
+	TsCpuidRaw	raw = raw_bare_metal();
+	TsCalibration cal = cal_of(3e9);
+	TsClockInfo info;
+	TsArm64Raw	araw;
+
+	ok(strcmp(tsclock_read_name(TSCLOCK_READ_SYSTEM), "system") == 0 &&
+	   strcmp(tsclock_read_name(TSCLOCK_READ_ORDERED), "rdtscp") == 0 &&
+	   strcmp(tsclock_read_name(TSCLOCK_READ_FAST), "rdtsc") == 0,
+	   "reads are named system, rdtscp, rdtsc on every architecture");
+	ok(tsclock_read_lookup("RdTsC", &r) && r == TSCLOCK_READ_FAST &&
+	   tsclock_read_lookup("SYSTEM", &r) && r == TSCLOCK_READ_SYSTEM &&
+	   tsclock_read_lookup("rdtscp", &r) && r == TSCLOCK_READ_ORDERED,
+	   "lookup by name ignores case");
+	ok(!tsclock_read_lookup("hpet", &r) && !tsclock_read_lookup("", &r),
+	   "unknown names are not found");
+	ok(tsclock_read_alias(TSCLOCK_READ_SYSTEM) == NULL, "the system clock has no other name");
+	ok(strcmp(tsclock_read_insn(TSCLOCK_READ_SYSTEM), "clock_gettime (CLOCK_MONOTONIC)") == 0,
+	   "the system clock read is clock_gettime");
+#ifdef TSCLOCK_ARM64
+	ok(tsclock_read_lookup("CNTVCT_ISB", &r) && r == TSCLOCK_READ_ORDERED &&
+	   tsclock_read_lookup("cntvct", &r) && r == TSCLOCK_READ_FAST,
+	   "arm64: the generic timer's names are accepted");
+	ok(strcmp(tsclock_read_insn(TSCLOCK_READ_ORDERED), "ISB + CNTVCT_EL0") == 0 &&
+	   strcmp(tsclock_read_insn(TSCLOCK_READ_FAST), "CNTVCT_EL0") == 0,
+	   "arm64: reports name ISB + CNTVCT_EL0 and CNTVCT_EL0");
+#else
+	ok(!tsclock_read_lookup("cntvct", &r) && !tsclock_read_lookup("cntvct_isb", &r) &&
+	   tsclock_read_alias(TSCLOCK_READ_FAST) == NULL,
+	   "off arm64: the generic timer's names are not sources");
+	ok(strcmp(tsclock_read_insn(TSCLOCK_READ_ORDERED), "RDTSCP") == 0 &&
+	   strcmp(tsclock_read_insn(TSCLOCK_READ_FAST), "RDTSC") == 0,
+	   "reports name RDTSCP and RDTSC");
+#endif
+
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(tsclock_can_calibrate(&info), "x86-64 with RDTSCP can calibrate");
+	ok(tsclock_has_counter(&info), "x86-64: a counter is described");
+	raw.invariant = false;
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.usable && tsclock_can_calibrate(&info),
+	   "an unusable TSC with RDTSCP can still be calibrated");
+	raw.rdtscp = false;
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!tsclock_can_calibrate(&info), "without RDTSCP there is no calibration");
+	memset(&araw, 0, sizeof(araw));
+	araw.el0_readable = false;
+	tsclock_decide_arm64(&info, &araw, &cal, "arch_sys_counter");
+	ok(!tsclock_can_calibrate(&info), "arm64: an unreadable counter cannot be calibrated");
+	araw.el0_readable = true;
+	araw.cntfrq_hz = 24000000;
+	tsclock_decide_arm64(&info, &araw, &cal, "arch_sys_counter");
+	ok(tsclock_can_calibrate(&info), "arm64: a readable counter can be calibrated");
+	ok(tsclock_has_counter(&info), "arm64: a counter is described");
+	tsclock_decide(&info, NULL, &cal, "tsc");
+	ok(!tsclock_can_calibrate(&info) && !tsclock_has_counter(&info),
+	   "no counter compiled in: none described, no calibration");
+}
+
+/* ---------------------------------------------------------------------
  * This machine: detection, and calibration against a 1-second reference
  * --------------------------------------------------------------------- */
 
@@ -807,6 +960,8 @@ main(void)
 	test_conversion();
 	test_decide();
 	test_decide_arm64();
+	test_decision();
+	test_read_names();
 	test_this_machine();
 
 	return done_testing();

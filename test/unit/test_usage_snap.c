@@ -10,7 +10,7 @@
  * source compares unchanged, and a change to any one 64-bit word, by one
  * or in the top bit, compares changed, while the bytes around the struct
  * are never read as part of it.  Where the build has no wide snapshots
- * (TSCLOCK_NO_X86, other architectures) or the CPU has no AVX2, says so
+ * (TSCLOCK_NO_COUNTER, other architectures) or the CPU has no AVX2, says so
  * and skips.
  */
 #include "usage_snap.h"
@@ -110,7 +110,7 @@ main(void)
 			check_size(words, offset);
 	return done_testing();
 #else
-	printf("1..0 # SKIP wide snapshots are compiled out of this build (not x86-64, or TSCLOCK_NO_X86)\n");
+	printf("1..0 # SKIP wide snapshots are compiled out of this build (not x86-64, or TSCLOCK_NO_COUNTER)\n");
 	return 0;
 #endif
 }

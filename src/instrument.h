@@ -1,0 +1,221 @@
+/*-------------------------------------------------------------------------
+ *
+ * instrument.h
+ *	  What the executor glue files share: which clock the node wrappers
+ *	  read in this build, the inline helpers that read and accumulate it,
+ *	  and the per-query modules the wrappers' hooks call.
+ *
+ * Two products share the wrappers (instrument.c):
+ *
+ * - 15-18: the extension's own TSC (tsclock), converted to nanoseconds
+ *	 with its own calibration, and checked per query against the system
+ *	 clock by the watchdog (watchdog.c);
+ * - 19 (TS_CORE_CLOCK): core's clock as core had chosen it when the query
+ *	 started, its ticks accumulated unconverted as core does, and rebased
+ *	 should core's unit change during the query (rebase.c).
+ *
+ * Everything that differs between the two is in this header or in the
+ * product's own file, so that a further product (another major's
+ * instrumentation) is another block here and another file, not more
+ * conditionals in the wrappers.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TS_INSTRUMENT_H
+#define TS_INSTRUMENT_H
+
+#include "timing_source.h"
+
+#ifdef TS_HAVE_EXECUTOR_HOOK
+#include "executor/execdesc.h"
+#include "executor/instrument.h"
+#include "nodes/execnodes.h"
+#include "nodes/pg_list.h"
+#endif
+
+/*
+ * TS_HAVE_NODE_WRAPPERS: the wrappers are built.  TS_NODE_CLOCK_TSC and
+ * TS_NODE_CLOCK_SYSTEM (0 or 1): which clocks they can read, as
+ * TS_CLOCK_TSC and TS_CLOCK_SYSTEM.  TS_CLOCK_TRACKS_NODES: the product
+ * needs the list of a query's timed nodes.
+ */
+#if defined(TS_HAVE_EXECUTOR_HOOK) && defined(TS_CORE_CLOCK)
+
+#define TS_HAVE_NODE_WRAPPERS 1
+#if TS_CORE_HAVE_TSC
+#define TS_NODE_CLOCK_TSC		1
+#else
+#define TS_NODE_CLOCK_TSC		0
+#endif
+#define TS_NODE_CLOCK_SYSTEM	1
+#define TS_CLOCK_TRACKS_NODES	1
+
+/* core's clock, read as core reads it for per-node timing */
+static pg_attribute_always_inline int64
+ts_clock_read(TimingClockSource clock)
+{
+	if (clock == TS_CLOCK_TSC)
+		return ts_core_read_tsc();
+	return ts_core_read_system();
+}
+
+/* add a positive interval of "ticks", times weight: core's ticks as is */
+static pg_attribute_always_inline void
+ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
+			   uint64 weight)
+{
+	counter->ticks += ticks * (int64) weight;
+}
+
+/* keep a counter at most "ticks" (a positive interval): one comparison */
+static inline void
+ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
+{
+	if (counter->ticks > ticks)
+		counter->ticks = ticks;
+}
+
+/*
+ * The clock a query's nodes are bound to, or false when the extension
+ * does not time them: core's clock as core uses it now, for the whole
+ * query.  A worker has its leader's settings, timing_source.node_wrappers
+ * included.
+ */
+static inline bool
+ts_node_clock_choose(TimingClockSource *clock)
+{
+	if (!ts_node_wrappers)
+		return false;
+	*clock = (TS_NODE_CLOCK_TSC && ts_core_uses_tsc()) ?
+		TS_CLOCK_TSC : TS_CLOCK_SYSTEM;
+	return true;
+}
+
+/* whether the wrappers sample with this clock: either of core's */
+static inline bool
+ts_node_clock_samples(bool tsc)
+{
+	return ts_node_wrappers;
+}
+
+#elif defined(TS_HAVE_EXECUTOR_HOOK) && defined(TSCLOCK_HAVE_TSC)
+
+#define TS_HAVE_NODE_WRAPPERS 1
+#define TS_HAVE_WATCHDOG 1
+#define TS_NODE_CLOCK_TSC		1
+#define TS_NODE_CLOCK_SYSTEM	0
+#define TS_CLOCK_TRACKS_NODES	0
+
+/* the extension's TSC; the rows-only wrappers read no clock at all */
+static pg_attribute_always_inline int64
+ts_clock_read(TimingClockSource clock)
+{
+	return (int64) tsclock_read_fast();
+}
+
+/* add a positive interval of "ticks", times weight, in nanoseconds */
+static pg_attribute_always_inline void
+ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
+			   uint64 weight)
+{
+	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
+}
+
+/*
+ * keep a counter at most "ticks" (a positive interval); a conversion and
+ * floating point, kept out of line off the wrappers' fast path
+ */
+pg_attribute_unused() static pg_noinline void
+ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
+{
+	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
+
+	if (INSTR_TIME_GET_DOUBLE(*counter) * 1e9 > (double) ns)
+	{
+		INSTR_TIME_SET_ZERO(*counter);
+		ts_instr_time_add_ns(counter, ns);
+	}
+}
+
+/*
+ * The clock a query's nodes are bound to, or false when the extension
+ * does not time them.  Deciding brings the process's view up to date;
+ * the decision is then passed on, since workers this query starts must
+ * decide as this process does now, also when that is the system clock.
+ */
+static inline bool
+ts_node_clock_choose(TimingClockSource *clock)
+{
+	bool		use_tsc = ts_session_uses_tsc();
+
+	ts_export_decision();
+	*clock = TS_CLOCK_TSC;
+	return use_tsc;
+}
+
+/* only the TSC's wrappers sample; core times the system clock */
+static inline bool
+ts_node_clock_samples(bool tsc)
+{
+	return tsc;
+}
+
+#endif
+
+#ifdef TS_HAVE_NODE_WRAPPERS
+
+/*
+ * A list of queries, innermost first (nesting makes several), each entry
+ * living in its query's memory and leaving the list when that memory goes
+ * (normally after ExecutorEnd, or on error).  An entry of a module's own
+ * type starts with a TsQueryEntry.  (query_list.c)
+ */
+typedef struct TsQueryEntry
+{
+	QueryDesc  *queryDesc;
+	struct TsQueryList *list;
+	struct TsQueryEntry *next;
+	MemoryContextCallback cb;
+} TsQueryEntry;
+
+typedef struct TsQueryList
+{
+	TsQueryEntry *head;
+} TsQueryList;
+
+/* a zeroed entry of size bytes for queryDesc, added to list */
+extern void *ts_query_add(TsQueryList *list, QueryDesc *queryDesc,
+						  size_t size);
+
+/* queryDesc's entry in list, or NULL */
+extern void *ts_query_find(TsQueryList *list, QueryDesc *queryDesc);
+
+/* take an entry off its list now, before its memory goes */
+extern void ts_query_remove(TsQueryEntry *entry);
+
+/*
+ * The product's per-query work (watchdog.c through 18, rebase.c on 19):
+ * ts_clock_query_start() once a query's nodes are bound, with the timed
+ * ones (NIL unless TS_CLOCK_TRACKS_NODES), ts_clock_query_end() at its
+ * ExecutorEnd, ts_clock_init() when the library is loaded.
+ */
+extern void ts_clock_query_start(QueryDesc *queryDesc, List *timed);
+extern void ts_clock_query_end(QueryDesc *queryDesc);
+extern void ts_clock_init(void);
+
+/* The N of a node bound to sampled timing, else 0 (instrument.c) */
+extern uint64 ts_node_sample_every(PlanState *node);
+
+/* EXPLAIN's note on sampled timing, where core has the hook (explain.c) */
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+extern void ts_explain_init(void);
+#else
+static inline void
+ts_explain_init(void)
+{
+}
+#endif
+
+#endif							/* TS_HAVE_NODE_WRAPPERS */
+
+#endif							/* TS_INSTRUMENT_H */

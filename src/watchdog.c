@@ -1,0 +1,184 @@
+/*-------------------------------------------------------------------------
+ *
+ * watchdog.c
+ *	  Per-query watchdog of the extension's own TSC (15-18; on 19 the
+ *	  clock is core's, and so is the decision to trust it).
+ *
+ * A query timed with the TSC also measures its whole execution,
+ * ExecutorStart to ExecutorEnd, on both clocks.  Each end reads the system
+ * clock between two ordered counter reads, several times, and keeps the
+ * tightest bracket: a preemption between the reads only widens a bracket,
+ * and the widths enter the comparison as its uncertainty, so it cannot
+ * fake a mismatch.  Intervals of at least TS_WATCHDOG_MIN_NS whose clocks
+ * disagree by more than TS_WATCHDOG_MAX_PCT beyond that uncertainty stop
+ * the TSC (ts_distrust_tsc), in every session when the library is
+ * preloaded.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "instrument.h"
+
+#ifdef TS_HAVE_WATCHDOG
+
+#include <math.h>
+
+#include "access/parallel.h"
+#include "nodes/execnodes.h"
+
+#define TS_WATCHDOG_MIN_NS		(10 * 1000 * 1000)	/* 10 ms */
+#define TS_WATCHDOG_MAX_PCT		1.0
+#define TS_WATCHDOG_BRACKETS	4
+
+/* both clocks at one instant */
+typedef struct TsBracket
+{
+	uint64		tsc;			/* bracket midpoint */
+	uint64		width;			/* bracket width, ticks */
+	uint64		ns;				/* system clock inside the bracket */
+} TsBracket;
+
+typedef struct TsWatch
+{
+	TsQueryEntry entry;			/* must be first */
+	TsBracket	start;
+} TsWatch;
+
+static TsQueryList ts_watches;
+
+/*
+ * Ordered counter reads around a system clock read, the tightest kept.  An
+ * unpreempted bracket is far below 1 us, so one is normally enough; up to
+ * TS_WATCHDOG_BRACKETS are tried when a preemption widened the first.
+ */
+static void
+ts_watch_read(TsBracket *b)
+{
+	int			i;
+	uint64		good = Max(tsclock_info.khz / 1000, 1);	/* 1 us of ticks */
+
+	b->width = PG_UINT64_MAX;
+	for (i = 0; i < TS_WATCHDOG_BRACKETS && b->width > good; i++)
+	{
+		uint64		t0,
+					t1,
+					ns;
+
+		t0 = tsclock_read_ordered();
+		ns = tsclock_system_ns();
+		t1 = tsclock_read_ordered();
+		if (t1 >= t0 && t1 - t0 < b->width)
+		{
+			b->width = t1 - t0;
+			b->tsc = t0 + (t1 - t0) / 2;
+			b->ns = ns;
+		}
+	}
+}
+
+/*
+ * A parallel worker's part of the query is covered by its leader's
+ * interval, so only the leader watches.
+ */
+void
+ts_clock_query_start(QueryDesc *queryDesc, List *timed)
+{
+	TsWatch    *w;
+
+	if (IsParallelWorker())
+		return;
+	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
+	ts_watch_read(&w->start);
+}
+
+/* Compare the clocks over the query; stop the TSC if they disagree */
+static void
+ts_watch_end(TsWatch *w)
+{
+	TsBracket  *start = &w->start;
+	TsBracket	end;
+	int64		sys_ns;
+	double		tsc_ns,
+				slack_ns,
+				diff_pct;
+	bool		failed;
+	char		reason[256];
+
+	/*
+	 * A query much shorter than TS_WATCHDOG_MIN_NS is not judged: skip the
+	 * end brackets then, which most of a short query's watchdog cost is.
+	 * Measured on the TSC, so "much shorter" is half: a TSC running at half
+	 * its assumed rate still gets every query of twice the minimum or more
+	 * checked.
+	 */
+	if (tsclock_read_fast() - start->tsc <
+		(uint64) tsclock_info.khz * (TS_WATCHDOG_MIN_NS / 2) / 1000000)
+	{
+		ts_query_remove(&w->entry);
+		return;
+	}
+
+	ts_watch_read(&end);
+	ts_query_remove(&w->entry);
+
+	sys_ns = (int64) (end.ns - start->ns);
+	if (end.ns < start->ns || sys_ns < TS_WATCHDOG_MIN_NS)
+		return;
+
+	/*
+	 * Each midpoint is within half its bracket of the counter at its clock
+	 * read, and each clock read is good to 1 ns.  An interval whose
+	 * brackets are too wide to judge TS_WATCHDOG_MAX_PCT is not a check at
+	 * all.
+	 */
+	slack_ns = (double) tsclock_ticks_to_ns((start->width + end.width) / 2) + 2.0;
+	if (slack_ns > sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0) / 2)
+		return;
+
+	tsc_ns = end.tsc >= start->tsc ?
+		(double) tsclock_ticks_to_ns(end.tsc - start->tsc) : -1.0;
+	diff_pct = (tsc_ns - (double) sys_ns) / (double) sys_ns * 100.0;
+	failed = tsc_ns < 0 ||
+		fabs(tsc_ns - (double) sys_ns) - slack_ns >
+		(double) sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0);
+
+	ts_stats_watchdog(failed);
+	if (!failed)
+		return;
+
+	snprintf(reason, sizeof(reason),
+			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
+			 (unsigned long long) tsclock_info.khz, diff_pct, sys_ns / 1e6);
+	ts_distrust_tsc(reason);
+
+	ereport(WARNING,
+			(errcode(ERRCODE_WARNING),
+			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
+					fabs(diff_pct)),
+			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
+					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
+					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,
+					   tsc_ns / 1e6,
+					   ts_shared_is_shared() ? "in every session until the server restarts" :
+					   "in this session"),
+			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
+					 "timing_source_tsc() shows the watchdog's counts; restart the server to detect the TSC again.")));
+}
+
+void
+ts_clock_query_end(QueryDesc *queryDesc)
+{
+	TsWatch    *w = ts_query_find(&ts_watches, queryDesc);
+
+	if (w != NULL)
+		ts_watch_end(w);
+}
+
+/* nothing to install: the watchdog runs from the wrappers' own hooks */
+void
+ts_clock_init(void)
+{
+}
+
+#endif							/* TS_HAVE_WATCHDOG */
