@@ -380,7 +380,7 @@ run_here() {
 		config_stop "$c"
 	done
 	absent_skips "$id" local
-	flock -u 9
+	exec 9>&-
 }
 
 # absent_skips ID local|deb_install: the matrix's absent configurations
@@ -416,7 +416,7 @@ in_root() {
 # deb_install ID DEBDIR: the package the target built, installed into a
 # clean root of the target, and its autopkgtests run there
 deb_install() {
-	local id=$1 p f s t0
+	local id=$1 p f s t0 rc
 	t0=$(date +%s)
 	ts_log "suite deb_install: the PostgreSQL $major package in a clean root of target $id"
 	share=$2
