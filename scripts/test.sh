@@ -484,6 +484,18 @@ else
 	done
 	ts_install_deps "$TS_PG_MAJOR_DEFAULT" "${pkgs[@]}"
 	ts_workdir
+	# Make the roots (debootstrap and apt: mostly waiting on the mirror and
+	# the disk) while the host's suites run; a run waits on its root's lock
+	# for one still being made.
+	roots=()
+	for t in "${want_targets[@]}"; do
+		target_get "$t"
+		{ [ "$where" = root ] || { [[ " $configs " == *" deb_install "* ]] && selected deb_install; }; } && roots+=("$t")
+	done
+	if [ ${#roots[@]} -gt 0 ]; then
+		ts_log "making the roots of ${roots[*]} in the background (log: $TS_WORK/roots.log)"
+		bash "$TS_ROOT/scripts/majors.sh" prepare "${roots[@]}" >"$TS_WORK/roots.log" 2>&1 9>&- &
+	fi
 	for t in "${want_targets[@]}"; do
 		target_get "$t"
 		if [ "$where" = host ]; then
