@@ -28,7 +28,7 @@ while [ $# -gt 0 ]; do
 		--local) local_only=1 ;;
 		--list)
 			ts_matrix target | while read -r id major arch debian where configs; do
-				echo "$id: PostgreSQL $major, $arch, Debian $debian, on the $where"
+				echo "$id: PostgreSQL $major, $arch, Debian $debian, $([ "$where" = host ] && echo "on this host" || echo "in a root")"
 				for c in $configs; do
 					echo "    $c: $(ts_matrix config | awk -v c="$c" '$1 == c { $1 = ""; print substr($0, 2) }')"
 				done
@@ -249,7 +249,8 @@ suite_regress() {
 	chown "$TS_USER" "$TS_WORK/src/$out"
 	run_suite "regress$sfx" regress "$(wc -w <<<"$list")" env TS_EXPECT_TSC="$expect_tsc" \
 		make -s installcheck PG_CONFIG="$PG_CONFIG" TAP_TESTS= EXTRA_REGRESS_OPTS="--outputdir=$out" ||
-		cat "$TS_WORK/src/$out/regression.diffs" 2>/dev/null
+		cat "$TS_WORK/src/$out/regression.diffs" 2>/dev/null ||
+		cat "$TS_WORK/src/regression.diffs" 2>/dev/null  # a REGRESS_OPTS with its own --outputdir
 	if [ -n "${TS_SHARE:-}" ]; then
 		mkdir -p "$TS_SHARE/regress$sfx" && cp -r "$TS_WORK/src/$out/." "$TS_SHARE/regress$sfx/" 2>/dev/null
 	fi
@@ -461,11 +462,22 @@ target_get() {
 }
 
 if [ $local_only = 1 ]; then
-	major=$(ts_path_major) arch=$(dpkg --print-architecture)
+	major=$("$PG_CONFIG" --version 2>/dev/null | sed -E 's/[^0-9]*([0-9]+).*/\1/')
+	major=${major:-$(ts_path_major)} arch=$(dpkg --print-architecture)
 	id=$(ts_matrix target | awk -v m="$major" -v a="$arch" '$2 == m && $3 == a { print $1; exit }')
-	[ -n "$id" ] || ts_die "scripts/matrix has no target for PostgreSQL $major on $arch"
-	target_get "$id"
-	ts_install_deps "$major" $(ts_packages test "$major")
+	if [ -n "$id" ]; then
+		target_get "$id"
+	else
+		# a PostgreSQL of one's own (PG_CONFIG=...): the configurations of
+		# the first target of this architecture
+		id=$(ts_matrix target | awk -v a="$arch" '$3 == a { print $1; exit }')
+		[ -n "$id" ] || ts_die "scripts/matrix has no target for $arch"
+		target_get "$id"
+		ts_log "PostgreSQL $major on $arch is no target of scripts/matrix: running target $id's configurations ($configs)"
+		major=$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/') id=$major
+	fi
+	ts_install_deps "$major" $(ts_packages test "$major") \
+		$([[ " $configs " == *" tree "* ]] && ts_packages tree "$major")
 	ts_workdir
 	# shellcheck disable=SC2086
 	run_here "$id" $configs
