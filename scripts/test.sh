@@ -470,11 +470,12 @@ if [ $local_only = 1 ]; then
 	else
 		# a PostgreSQL of one's own (PG_CONFIG=...): the configurations of
 		# the first target of this architecture
+		own=$major
 		id=$(ts_matrix target | awk -v a="$arch" '$3 == a { print $1; exit }')
 		[ -n "$id" ] || ts_die "scripts/matrix has no target for $arch"
 		target_get "$id"
-		ts_log "PostgreSQL $major on $arch is no target of scripts/matrix: running target $id's configurations ($configs)"
-		major=$("$PG_CONFIG" --version | sed -E 's/[^0-9]*([0-9]+).*/\1/') id=$major
+		ts_log "PostgreSQL $own on $arch is no target of scripts/matrix: running target $id's configurations ($configs)"
+		major=$own id=$own
 	fi
 	ts_install_deps "$major" $(ts_packages test "$major") \
 		$([[ " $configs " == *" tree "* ]] && ts_packages tree "$major")
