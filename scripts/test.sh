@@ -498,8 +498,9 @@ else
 	ts_install_deps "$TS_PG_MAJOR_DEFAULT" "${pkgs[@]}"
 	ts_workdir
 	# Make the roots (debootstrap and apt: mostly waiting on the mirror and
-	# the disk) while the host's suites run; a run waits on its root's lock
-	# for one still being made.
+	# the disk) while the host's suites run, at the lowest priority, as the
+	# emulated root's package scripts take a core and the suites have
+	# timing checks; a run waits on its root's lock for one still being made.
 	roots=()
 	for t in "${want_targets[@]}"; do
 		target_get "$t"
@@ -507,7 +508,7 @@ else
 	done
 	if [ ${#roots[@]} -gt 0 ]; then
 		ts_log "making the roots of ${roots[*]} in the background (log: $TS_WORK/roots.log)"
-		bash "$TS_ROOT/scripts/majors.sh" prepare "${roots[@]}" >"$TS_WORK/roots.log" 2>&1 9>&- &
+		nice -n 19 ionice -c 3 bash "$TS_ROOT/scripts/majors.sh" prepare "${roots[@]}" >"$TS_WORK/roots.log" 2>&1 &
 	fi
 	for t in "${want_targets[@]}"; do
 		target_get "$t"
