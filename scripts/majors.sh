@@ -298,16 +298,21 @@ outer_exit() {
 }
 
 run() {
-	local netns= rc=0 d
+	local netns= rc=0 d p alive
 	prepare_root "$1"
 	shift
-	# runs killed outright leave their directory behind
+	# runs killed outright leave their directory behind: remove those
+	# whose processes ("pids", one a line, as every version of this script
+	# writes them) are all gone; a live run's mounts are in its own
+	# namespace, so findmnt here cannot tell
 	for d in /var/tmp/timing_source-majors.*; do
-		[ -d "$d" ] && ! kill -0 "$(cat "$d/pid" 2>/dev/null || echo 0)" 2>/dev/null &&
-			! findmnt -rn -o TARGET | grep -q "^$d/" && rm -rf "$d"
+		[ -f "$d/pids" ] || continue
+		alive=0
+		for p in $(cat "$d/pids"); do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ $alive = 0 ] && ! findmnt -rn -o TARGET | grep -q "^$d/" && rm -rf "$d"
 	done
 	RUNDIR=$(mktemp -d /var/tmp/timing_source-majors.XXXXXX)
-	echo $$ >"$RUNDIR/pid"
+	echo $$ >"$RUNDIR/pids"
 	mkdir -p "$RUNDIR/upper/build/timing_source"
 	ts_source_tar | tar -xf - -C "$RUNDIR/upper/build/timing_source"
 	command -v ip >/dev/null 2>&1 && netns=--net
