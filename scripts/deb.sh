@@ -61,11 +61,12 @@ build()
 		grep -qx "Package: postgresql-$major-timing-source" debian/control || rc=1
 	tap $rc "debian/control regenerated for PostgreSQL $major only" "$out$(grep '^Package:' debian/control)"
 
-	# the build log goes to the output: pg_regress's lines from the
-	# build-time test count as tests of this suite
+	# the build log goes to the output, indented so that the TAP lines of
+	# its build-time pg_regress are not taken for this suite's (their
+	# verdict is dpkg-buildpackage's exit status)
 	echo "# PG_SUPPORTED_VERSIONS=$major dpkg-buildpackage -us -uc"
-	PG_SUPPORTED_VERSIONS=$major dpkg-buildpackage -us -uc 2>&1
-	rc=$?
+	PG_SUPPORTED_VERSIONS=$major dpkg-buildpackage -us -uc 2>&1 | sed 's/^/    /'
+	rc=${PIPESTATUS[0]}
 	tap $rc "dpkg-buildpackage builds the source and binary packages, build-time installcheck included"
 	[ $rc = 0 ] || finish
 
@@ -125,8 +126,8 @@ install_check()
 		user=postgres
 		grep -qw needs-root <<<"$restrictions" && user=root
 		echo "# autopkgtest $t (as $user)"
-		(cd "$work/src" && runuser -u "$user" -- env HOME="$work" "debian/tests/$t") 2>&1
-		tap $? "autopkgtest $t passes against the installed package"
+		(cd "$work/src" && runuser -u "$user" -- env HOME="$work" "debian/tests/$t") 2>&1 | sed 's/^/    /'
+		tap "${PIPESTATUS[0]}" "autopkgtest $t passes against the installed package"
 	done < <(awk '
 		/^Tests:/ { if (t != "") print t, r; t = $2; r = "" }
 		/^Restrictions:/ { $1 = ""; r = $0 }

@@ -1,4 +1,5 @@
-# scripts/lib.sh -- shell functions shared by main.sh, test.sh and bench.sh.
+# scripts/lib.sh -- shell functions shared by main.sh, test.sh, bench.sh and
+# majors.sh.
 #
 # Sourced, not run.  Everything here runs as root (it installs packages and
 # the extension); servers and tests run as the unprivileged user $TS_USER.
@@ -11,18 +12,19 @@ TS_USER=${TS_USER:-postgres}
 TS_PG_CONFIG_GIVEN=${PG_CONFIG:-}
 PG_CONFIG=${PG_CONFIG:-pg_config}
 
-# Debian packages the build, the tests and the other-majors harness need.
-TS_PG_MAJOR_DEFAULT=15
-ts_packages() {
-	local major=$1
-	echo build-essential ca-certificates git perl \
-		"postgresql-$major" "postgresql-server-dev-$major" "postgresql-$major-pgtap" \
-		libtap-parser-sourcehandler-pgtap-perl libipc-run-perl util-linux
+# The records of one kind in scripts/matrix, comments and blank lines
+# removed, the kind itself dropped: ts_matrix target | config | absent | packages
+TS_MATRIX=${TS_MATRIX:-$TS_ROOT/scripts/matrix}
+ts_matrix() {
+	sed -e 's/#.*//' "$TS_MATRIX" | awk -v k="$1" '$1 == k { $1 = ""; sub(/^ +/, ""); print }'
 }
 
-# What building the Debian package (debian/) needs besides ts_packages.
-ts_deb_packages() {
-	echo dpkg-dev debhelper postgresql-server-dev-all
+# Debian packages of one group in scripts/matrix for a major:
+#   ts_packages GROUP [MAJOR]
+TS_PG_MAJOR_DEFAULT=15
+ts_packages() {
+	ts_matrix packages | awk -v g="$1" -v m="${2:-$TS_PG_MAJOR_DEFAULT}" '
+		$1 == g { for (i = 2; i <= NF; i++) { gsub(/@MAJOR@/, m, $i); print $i } }' | tr '\n' ' '
 }
 
 ts_log() { printf '\n==== %s\n' "$*" >&2; }
@@ -41,8 +43,8 @@ ts_path_major() {
 ts_install_deps() {
 	local major=${1:-$TS_PG_MAJOR_DEFAULT} missing=() p
 	[ "$(id -u)" = 0 ] || ts_die "run as root: it installs packages and the extension"
-	for p in $(ts_packages "$major") "$@"; do
-		[ "$p" = "$major" ] && continue
+	[ $# -gt 0 ] && shift
+	for p in $(ts_packages build "$major") "$@"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
 			missing+=("$p")
 	done
@@ -50,7 +52,9 @@ ts_install_deps() {
 		ts_log "installing ${missing[*]}"
 		export DEBIAN_FRONTEND=noninteractive
 		apt-get update -qq
-		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		# not fatal: a server of one's own (PG_CONFIG=...) has no packages
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+			ts_log "warning: could not install ${missing[*]}"
 	fi
 	id "$TS_USER" >/dev/null 2>&1 || useradd --system --create-home "$TS_USER"
 	if [ -z "$TS_PG_CONFIG_GIVEN" ] && [ -x "/usr/lib/postgresql/$major/bin/pg_config" ]; then
