@@ -64,6 +64,30 @@ ts_install_deps() {
 	export PG_BINDIR
 }
 
+# Install the "optional" packages of a major that this machine's apt
+# sources have and that are not installed yet (apt-get update only when one
+# is missing); inside a root made by scripts/majors.sh they were installed,
+# where the release has them, when the root was made.
+#   ts_install_optional MAJOR
+ts_install_optional() {
+	local p missing=() have=()
+	[ -n "${TS_IN_MAJORS_ROOT:-}" ] && return 0
+	for p in $(ts_packages optional "$1"); do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	for p in "${missing[@]}"; do
+		apt-cache show "$p" >/dev/null 2>&1 && have+=("$p")
+	done
+	[ ${#have[@]} -eq 0 ] && return 0
+	ts_log "installing ${have[*]}"
+	apt-get install -y -qq --no-install-recommends "${have[@]}" >/dev/null ||
+		ts_log "warning: could not install ${have[*]}"
+}
+
 # Build with warnings as errors and install into the server's directories.
 ts_build_install() {
 	ts_log "building and installing timing_source ($("$PG_CONFIG" --version))"

@@ -122,7 +122,7 @@ root_sources() {
 
 root_dir() {
 	local key
-	key="format=$ROOT_FORMAT major=$MAJOR arch=$ARCH debian=$DEBIAN packages=$(root_packages) sources=$(root_sources "$(mirror)" | tr '\n' ';')"
+	key="format=$ROOT_FORMAT major=$MAJOR arch=$ARCH debian=$DEBIAN packages=$(root_packages) optional=$(ts_packages optional "$MAJOR") sources=$(root_sources "$(mirror)" | tr '\n' ';')"
 	echo "$CACHE/roots/pg$MAJOR-$ARCH-$SUITE-$(echo "$key" | sha256sum | cut -c1-12)"
 }
 
@@ -259,7 +259,11 @@ prepare_root() {
 			! configure_root "$tmp" ||
 			! unshare --mount --pid --fork --kill-child --propagation private \
 				-- bash "$SELF" __inner direct "$tmp" - - -- /bin/sh -c \
-				"apt-get -q update && apt-get -q -y install $(root_packages) && apt-get clean" >>"$log" 2>&1; then
+				"apt-get -q update && apt-get -q -y install $(root_packages) &&
+				for p in $(ts_packages optional "$MAJOR"); do
+					if apt-cache show \$p >/dev/null 2>&1; then apt-get -q -y install \$p || exit 1;
+					else echo \"not in this release: \$p\"; fi
+				done && apt-get clean" >>"$log" 2>&1; then
 			tail -n 30 "$log" >&2
 			rm -rf "$tmp"
 			ts_die "target $1: making the root failed (log: $log)"
