@@ -82,7 +82,7 @@ test/unit/test_tsclock: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c s
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
 test/unit/test_tsclock_nox86: test/unit/test_tsclock.c test/unit/tap.h src/tsclock.c src/tsclock.h
-	$(UNIT_CC) $(UNIT_CFLAGS) -DTSCLOCK_NO_COUNTER -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
+	$(UNIT_CC) $(UNIT_CFLAGS) -DTSCLOCK_NO_X86 -o $@ test/unit/test_tsclock.c src/tsclock.c -lm
 
 # the AVX2 usage snapshots of the node wrappers (skips where not built or no AVX2)
 test/unit/test_usage_snap: test/unit/test_usage_snap.c test/unit/tap.h src/usage_snap.h

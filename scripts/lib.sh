@@ -91,9 +91,10 @@ ts_install_optional() {
 # Build with warnings as errors and install into the server's directories.
 ts_build_install() {
 	ts_log "building and installing timing_source ($("$PG_CONFIG" --version))"
-	make -C "$TS_ROOT" -s clean PG_CONFIG="$PG_CONFIG" >/dev/null
-	make -C "$TS_ROOT" -s PG_CONFIG="$PG_CONFIG" EXTRA_CFLAGS=-Werror
-	make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" >/dev/null
+	# chained: "make install" would otherwise rebuild what -Werror refused
+	make -C "$TS_ROOT" -s clean PG_CONFIG="$PG_CONFIG" >/dev/null &&
+		make -C "$TS_ROOT" -s PG_CONFIG="$PG_CONFIG" EXTRA_CFLAGS=-Werror &&
+		make -C "$TS_ROOT" -s install PG_CONFIG="$PG_CONFIG" EXTRA_CFLAGS=-Werror >/dev/null
 }
 
 # Run a command as $TS_USER with the server's binaries first on PATH and

@@ -483,8 +483,8 @@ run_in_root() {
 		awk '{ print $1, $3, $5 }') && [ -f "$share/summary" ]; then
 		mapfile -t -O ${#summary[@]} summary <"$share/summary"
 	else
-		p=0 f=0 s=0
-		summary+=("$(printf '%-28s no summary from the root (exit status %d)' "PG$id" "$rc")")
+		p=0 f=1 s=0
+		summary+=("$(printf '%-28s no summary from the root (exit status %d): counted as a failure' "PG$id" "$rc")")
 	fi
 	[ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && f=1
 	add "$p" "$f" "$s"

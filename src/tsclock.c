@@ -997,9 +997,17 @@ tsclock_decision_parse(const char *text, TsClockDecision *d)
 {
 	unsigned long long khz;
 	int			usable,
-				auto_ok;
+				auto_ok,
+				end = -1;
 
-	if (text == NULL || sscanf(text, "%llu/%d/%d", &khz, &usable, &auto_ok) != 3)
+	/*
+	 * Exactly what tsclock_decision_encode() writes: no sign (strtoull
+	 * would wrap "-1"), verdicts 0 or 1, nothing after them.
+	 */
+	if (text == NULL || strchr(text, '-') != NULL ||
+		sscanf(text, "%llu/%d/%d%n", &khz, &usable, &auto_ok, &end) != 3 ||
+		end < 0 || text[end] != '\0' ||
+		(usable != 0 && usable != 1) || (auto_ok != 0 && auto_ok != 1))
 		return false;
 	d->khz = khz;
 	d->usable = (usable != 0);
@@ -1018,7 +1026,9 @@ tsclock_adopt_decision(TsClockInfo *info, const TsClockDecision *d)
 	info->arm64 = true;
 #endif
 #ifdef TSCLOCK_HAVE_TSC
-	info->usable = d->usable && d->khz > 0;
+	/* a frequency outside this architecture's bounds is no usable one */
+	info->usable = d->usable && d->khz >= tsclock_min_khz(info) &&
+		d->khz <= tsclock_max_khz(info);
 	info->auto_ok = info->usable && d->auto_ok;
 #else
 	info->usable = info->auto_ok = false;

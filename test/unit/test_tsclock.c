@@ -2,10 +2,12 @@
  * test_tsclock.c
  *	  Unit tests of the clock core (src/tsclock.c), TAP output for prove.
  *
- * Built twice by "make unittest": once normally, and once with
- * TSCLOCK_NO_X86 (the other name of TSCLOCK_NO_COUNTER) so that the
- * non-x86-64 path (TSC compiled out, system
- * clock only) is compiled and checked on every machine.
+ * Built twice by "make unittest": once normally, and once with the counter
+ * compiled out (system clock only), so that the path of an architecture
+ * with no counter is compiled and checked on every machine.  The host's
+ * counter-less build passes the older name, TSCLOCK_NO_X86, and the
+ * arm64 one (make unittest-arm64) TSCLOCK_NO_COUNTER, so both names are
+ * checked.
  */
 #include "tsclock.h"
 #include "tap.h"
@@ -634,6 +636,19 @@ test_decision(void)
 	   "empty, short and other text is not a decision");
 	ok(tsclock_decision_parse("24000/0/1", &d) && d.khz == 24000 && !d.usable && d.auto_ok,
 	   "each field parses on its own");
+	ok(!tsclock_decision_parse("3000000/1/1x", &d) && !tsclock_decision_parse("-1/1/1", &d) &&
+	   !tsclock_decision_parse("3000000/2/1", &d) && !tsclock_decision_parse("3000000/1/-1", &d),
+	   "trailing text, a sign and verdicts other than 0 or 1 are not a decision");
+	{
+		TsClockInfo w;
+
+		memset(&w, 0, sizeof(w));
+		d.khz = 7;
+		d.usable = d.auto_ok = true;
+		tsclock_adopt_decision(&w, &d);
+		ok(!w.usable && !w.auto_ok && w.mult == 0,
+		   "a decision whose frequency is out of bounds (7 kHz) is not usable");
+	}
 
 	memset(&worker, 0, sizeof(worker));
 	d.khz = 3000000;
