@@ -62,10 +62,12 @@
 #define TSCLOCK_ARM64_MAX_KHZ	UINT64_C(5000000)	/* 5 GHz */
 
 /*
- * arm64: the counter read counts as trapped (emulated by the kernel, see
- * tsclock.c) when one read costs at least this fraction of a system call.
+ * A counter read counts as trapped (emulated by the kernel on arm64, by
+ * the hypervisor on x86-64; see tsclock.c) when one read costs at least
+ * this fraction of a system call.
  */
-#define TSCLOCK_ARM64_TRAP_FRACTION	0.5
+#define TSCLOCK_TRAP_FRACTION	0.5
+#define TSCLOCK_ARM64_TRAP_FRACTION	TSCLOCK_TRAP_FRACTION
 
 /* Calibration limits */
 #define TSCLOCK_CAL_MAX_NS		(50 * 1000 * 1000)	/* never run longer */
@@ -150,9 +152,10 @@ typedef struct TsClockInfo
 	char		os_clocksource[64];
 
 	/*
-	 * arm64 only: the counter could be read from user space at all, the
-	 * cost of one ordered read and of one system call (best of several
-	 * batches, ns), and whether the read looked trapped by the kernel.
+	 * The cost of one ordered counter read and of one system call (best of
+	 * several batches, ns; 0 where not measured), and whether the read
+	 * looked trapped (by the kernel on arm64, the hypervisor on x86-64).
+	 * arm64 only: whether the counter could be read from user space at all.
 	 */
 	bool		el0_readable;
 	double		read_ns;
@@ -190,6 +193,8 @@ typedef struct TsCpuidRaw
 	uint32_t	l15_ebx;		/* leaf 0x15: ratio numerator */
 	uint32_t	l15_ecx;		/* leaf 0x15: crystal Hz */
 	uint32_t	l16_eax;		/* leaf 0x16: base MHz */
+	double		read_ns;		/* one RDTSCP, ns (0: not measured) */
+	double		syscall_ns;		/* one trivial system call, ns (0: unknown) */
 } TsCpuidRaw;
 
 /*

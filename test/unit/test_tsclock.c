@@ -344,6 +344,28 @@ test_decide_arm64(void)
 		tsclock_apply_env(&info);
 		unsetenv("TIMING_SOURCE_TEST_KHZ");
 		ok(info.khz == 3000000, "x86-64: TIMING_SOURCE_TEST_KHZ=12000 is below the x86 bound, ignored");
+
+		/* the read-cost seam: a trapped read, as the tests simulate it */
+		xraw.read_ns = 10;
+		xraw.syscall_ns = 100;
+		tsclock_decide(&info, &xraw, &cal, "tsc");
+		setenv("TIMING_SOURCE_TEST_READ_NS", "5000", 1);
+		tsclock_apply_env(&info);
+		ok(info.usable && !info.auto_ok && info.read_trapped && info.read_ns == 5000 &&
+		   strstr(info.auto_reason, "costs 5000 ns") != NULL,
+		   "x86-64: TIMING_SOURCE_TEST_READ_NS=5000 makes the read look trapped (%s)", info.auto_reason);
+		xraw.syscall_ns = 0;
+		tsclock_decide(&info, &xraw, &cal, "tsc");
+		tsclock_apply_env(&info);
+		ok(info.auto_ok && !info.read_trapped,
+		   "x86-64: the seam needs a measured system call to compare with");
+		xraw.syscall_ns = 100;
+		tsclock_decide(&info, &xraw, &cal, "tsc");
+		setenv("TIMING_SOURCE_TEST_READ_NS", "20", 1);
+		tsclock_apply_env(&info);
+		unsetenv("TIMING_SOURCE_TEST_READ_NS");
+		ok(info.auto_ok && !info.read_trapped && info.read_ns == 20,
+		   "x86-64: TIMING_SOURCE_TEST_READ_NS=20 is a real read's cost");
 	}
 }
 
@@ -413,6 +435,35 @@ test_decide(void)
 	   fabs(info.calibration_ppm + 100.0) < 0.5 &&
 	   strcmp(info.freq_source, "x86, hypervisor (kvm), cpuid 0x40000010") == 0,
 	   "kvm with frequency leaf: CPUID used, cross-check ppm %.1f", info.calibration_ppm);
+
+	/*
+	 * An emulated TSC (VMware's, nested virtualisation): every RDTSC is a
+	 * VM exit and costs more than a system call.  'tsc' may still be
+	 * chosen (the values are right, only slow); 'auto' declines.
+	 */
+	raw = raw_vm("VMwareVMware", 0x40000010, 2100000);
+	raw.read_ns = 1500;
+	raw.syscall_ns = 120;
+	cal = cal_of(2100000000.0);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.usable && !info.auto_ok && info.read_trapped &&
+	   strstr(info.auto_reason, "Reading the TSC costs 1500 ns, as much as a system call (120 ns)") != NULL,
+	   "x86: RDTSCP costs a system call: 'tsc' allowed, 'auto' declines (%s)", info.auto_reason);
+	raw.read_ns = 59;			/* just under half a system call */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.auto_ok && !info.read_trapped && info.read_ns == 59 && info.syscall_ns == 120,
+	   "x86: a read under half a system call is not taken as trapped, its figures kept");
+	raw.read_ns = 60;			/* exactly half */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.auto_ok && info.read_trapped, "x86: half a system call is taken as trapped");
+	raw.read_ns = 0;			/* not measured */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(info.auto_ok && !info.read_trapped, "x86: unknown read cost is not taken as trapped");
+	raw.read_ns = 1500;
+	raw.rdtscp = false;			/* the read cannot have been measured */
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	ok(!info.read_trapped && !info.usable && strstr(info.auto_reason, "RDTSCP") != NULL,
+	   "x86: without RDTSCP the reason stays the missing instruction");
 
 	/*
 	 * A CPUID frequency off by orders of magnitude (the kind of value 19's
@@ -893,6 +944,10 @@ test_this_machine(void)
 		skip("this CPU has no RDTSCP: calibration cannot run here");
 		return;
 	}
+	diag("x86: ordered read (RDTSCP) %.1f ns, getppid() %.1f ns, trapped=%d",
+		 info->read_ns, info->syscall_ns, info->read_trapped);
+	ok(info->read_ns > 0 && info->syscall_ns > 0,
+	   "x86: the costs of a TSC read and of a system call were measured");
 #endif
 
 	{
