@@ -125,7 +125,7 @@ ts_fixed_datum(TupleDesc desc, int attno, double value, int scale)
  * row is built to whatever the caller's definition asks for, so a new
  * library serves a database whose extension has not been updated yet.
  */
-#define TS_TSC_COLS 16
+#define TS_TSC_COLS 18
 
 Datum
 timing_source_tsc(PG_FUNCTION_ARGS)
@@ -179,6 +179,14 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 	values[13] = Int64GetDatum((int64) stats.watchdog_checks);
 	values[14] = Int64GetDatum((int64) stats.watchdog_failures);
 	values[15] = Int64GetDatum((int64) stats.tsc_calls);
+	/* 1.3: what a counter read and a system call cost at detection */
+	if (tupdesc->natts > 16)
+	{
+		values[16] = ts_fixed_datum(tupdesc, 16, info->read_ns, TS_NS_SCALE);
+		nulls[16] = !(info->read_ns > 0);
+		values[17] = ts_fixed_datum(tupdesc, 17, info->syscall_ns, TS_NS_SCALE);
+		nulls[17] = !(info->syscall_ns > 0);
+	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -897,6 +905,10 @@ timing_source_report(PG_FUNCTION_ARGS)
 		else
 			report_line(&rs, "TSC calibration did not converge (%u brackets in %.1f ms)",
 						cal.iterations, (double) cal.elapsed_ns / 1e6);
+		if (tsclock_info.read_ns > 0 && tsclock_info.syscall_ns > 0)
+			report_line(&rs, "TSC read cost at detection: %.1f ns per ordered read, %.1f ns per system call (%s)",
+						tsclock_info.read_ns, tsclock_info.syscall_ns,
+						tsclock_info.read_trapped ? "trapped: the read is emulated" : "not trapped");
 
 		if (tsclock_info.auto_ok)
 			report_line(&rs, "TSC clock source will be used by default, unless timing_clock_source is set to 'system'.");

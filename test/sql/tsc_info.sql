@@ -59,6 +59,18 @@ SELECT in_use = (auto_reason IS NULL) AS auto_reason_null_iff_auto_uses_tsc
   FROM timing_source_tsc();
 RESET timing_clock_source;
 
+-- 1.3 columns: what a counter read and a system call cost at detection;
+-- 'auto' declines a read of half a system call or more (trapped)
+SELECT
+    frequency_source <> 'none' OR (read_ns IS NULL AND syscall_ns IS NULL) AS no_costs_without_counter,
+    rdtscp IS NOT TRUE OR (read_ns > 0 AND syscall_ns > 0) AS costs_measured_with_rdtscp,
+    NOT available OR read_ns IS NULL OR
+        CASE WHEN rdtscp IS NOT NULL
+             THEN (read_ns >= syscall_ns / 2) = coalesce(auto_reason ~ '^Reading the TSC costs', false)
+             ELSE coalesce(auto_reason ~ '^Reading the counter costs', false) <= (read_ns >= syscall_ns / 2) END
+        AS auto_declines_a_trapped_read
+  FROM timing_source_tsc();
+
 -- in_use follows the setting
 SET timing_clock_source = 'system';
 SELECT in_use FROM timing_source_tsc();
