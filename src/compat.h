@@ -106,7 +106,7 @@ ts_core_tsc_source(void)
  * the extension's default_version.  Earlier majors have only the plain
  * block.
  */
-#define TS_LIBRARY_VERSION "1.3"
+#define TS_LIBRARY_VERSION "1.4"
 
 #if PG_VERSION_NUM >= 180000
 #define TS_MODULE_MAGIC \

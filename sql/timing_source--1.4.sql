@@ -1,0 +1,145 @@
+/* timing_source--1.4.sql */
+
+-- complain if script is sourced in psql, rather than via CREATE EXTENSION
+\echo Use "CREATE EXTENSION timing_source" to load this file. \quit
+
+--
+-- What this process knows about the TSC, and whether this session uses it.
+--
+CREATE FUNCTION timing_source_tsc(
+    OUT available boolean,
+    OUT in_use boolean,
+    OUT frequency_khz bigint,
+    OUT frequency_source text,
+    OUT calibrated_khz bigint,
+    OUT calibration_ppm numeric,
+    OUT invariant boolean,
+    OUT rdtscp boolean,
+    OUT tsc_adjust boolean,
+    OUT hypervisor text,
+    OUT os_clocksource text,
+    OUT reason_unusable text,
+    OUT auto_reason text,
+    OUT watchdog_checks bigint,
+    OUT watchdog_failures bigint,
+    OUT tsc_timed_calls bigint,
+    OUT read_ns numeric,
+    OUT syscall_ns numeric)
+RETURNS record
+AS 'MODULE_PATHNAME', 'timing_source_tsc'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
+
+COMMENT ON FUNCTION timing_source_tsc() IS
+'TSC availability, frequency and its source, calibration, CPU features, why the TSC is unusable or not chosen by auto, the watchdog''s and timed calls'' counts, and what a counter read and a system call cost at detection';
+
+--
+-- Clock diagnostics (src/diagnostics.c): what pg_test_timing prints, as rows.
+-- Fractional figures are numeric, rounded as pg_test_timing prints them
+-- (percentages to 4 decimals, nanoseconds to 2, milliseconds and parts
+-- per million to 3); the counts beside them are exact.
+--
+CREATE FUNCTION timing_source_histogram(
+    source text DEFAULT 'system',
+    duration float8 DEFAULT 1.0,
+    OUT le_ns bigint,
+    OUT pct numeric,
+    OUT running_pct numeric,
+    OUT count bigint,
+    OUT bar text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'timing_source_histogram'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE ROWS 20;
+
+COMMENT ON FUNCTION timing_source_histogram(text, float8) IS
+'Reads a clock source (system, rdtscp, rdtsc) back to back for duration seconds; log2 histogram of the differences as in pg_test_timing, with a bar relative to the tallest bucket';
+
+CREATE FUNCTION timing_source_durations(
+    source text DEFAULT 'system',
+    duration float8 DEFAULT 1.0,
+    cutoff float8 DEFAULT 99.99,
+    OUT ns bigint,
+    OUT pct numeric,
+    OUT running_pct numeric,
+    OUT count bigint,
+    OUT bar text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'timing_source_durations'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE ROWS 50;
+
+COMMENT ON FUNCTION timing_source_durations(text, float8, float8) IS
+'Exact differences between back-to-back reads of a clock source, ascending, until the running percentage reaches cutoff; the largest difference last; with a bar relative to the most frequent difference';
+
+CREATE FUNCTION timing_source_test(
+    duration float8 DEFAULT 1.0,
+    OUT source text,
+    OUT loops bigint,
+    OUT avg_loop_ns numeric,
+    OUT median_ns bigint,
+    OUT p99_ns bigint,
+    OUT max_ns bigint,
+    OUT backwards bigint)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'timing_source_test'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE ROWS 3;
+
+COMMENT ON FUNCTION timing_source_test(float8) IS
+'One row per available clock source: loop count, average loop time, median, 99th percentile and largest difference, and readings that went backwards';
+
+CREATE FUNCTION timing_source_calibrate(
+    runs int DEFAULT 5,
+    OUT run int,
+    OUT frequency_khz bigint,
+    OUT iterations int,
+    OUT elapsed_us numeric,
+    OUT converged boolean,
+    OUT ppm_vs_in_use numeric)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'timing_source_calibrate'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE ROWS 5;
+
+COMMENT ON FUNCTION timing_source_calibrate(int) IS
+'Runs the TSC calibration against CLOCK_MONOTONIC runs times; one row per run, with its deviation from the frequency in use';
+
+CREATE FUNCTION timing_source_report(duration float8 DEFAULT 1.0)
+RETURNS SETOF text
+AS 'MODULE_PATHNAME', 'timing_source_report'
+LANGUAGE C STRICT VOLATILE PARALLEL SAFE ROWS 150;
+
+COMMENT ON FUNCTION timing_source_report(float8) IS
+'The pg_test_timing-style report for every available clock source, with the TSC frequency, its source, calibration and whether the TSC is used by default';
+
+CREATE FUNCTION timing_source_compare(
+    query text,
+    runs int DEFAULT 5,
+    OUT mode text,
+    OUT runs int,
+    OUT min_ms numeric,
+    OUT median_ms numeric,
+    OUT ratio_vs_off numeric,
+    OUT overhead_ns_per_row numeric,
+    OUT explain_options text)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'timing_source_compare'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
+
+COMMENT ON FUNCTION timing_source_compare(text, int) IS
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used';
+
+--
+-- These functions burn CPU and reveal host details: monitoring roles only.
+--
+REVOKE EXECUTE ON FUNCTION timing_source_tsc() FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_histogram(text, float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_durations(text, float8, float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_test(float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_calibrate(int) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_report(float8) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION timing_source_compare(text, int) FROM PUBLIC;
+
+GRANT EXECUTE ON FUNCTION timing_source_tsc() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_histogram(text, float8) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_durations(text, float8, float8) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_test(float8) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_calibrate(int) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_report(float8) TO pg_monitor;
+GRANT EXECUTE ON FUNCTION timing_source_compare(text, int) TO pg_monitor;
