@@ -5,6 +5,8 @@
 
 --
 -- What this process knows about the TSC, and whether this session uses it.
+-- (1.4, recovery after a watchdog trip: recalibrations, recalibrations_agreed
+-- and watchdog_recoveries.)
 --
 CREATE FUNCTION timing_source_tsc(
     OUT available boolean,
@@ -24,13 +26,16 @@ CREATE FUNCTION timing_source_tsc(
     OUT watchdog_failures bigint,
     OUT tsc_timed_calls bigint,
     OUT read_ns numeric,
-    OUT syscall_ns numeric)
+    OUT syscall_ns numeric,
+    OUT recalibrations bigint,
+    OUT recalibrations_agreed bigint,
+    OUT watchdog_recoveries bigint)
 RETURNS record
 AS 'MODULE_PATHNAME', 'timing_source_tsc'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
 
 COMMENT ON FUNCTION timing_source_tsc() IS
-'TSC availability, frequency and its source, calibration, CPU features, why the TSC is unusable or not chosen by auto, the watchdog''s and timed calls'' counts, and what a counter read and a system call cost at detection';
+'TSC availability, frequency and its source, calibration, CPU features, why the TSC is unusable or not chosen by auto, the watchdog''s and timed calls'' counts, what a counter read and a system call cost at detection, and the recovery after a watchdog trip (re-calibrations, those that agreed, returns to the TSC)';
 
 --
 -- Clock diagnostics (src/diagnostics.c): what pg_test_timing prints, as rows.

@@ -125,7 +125,7 @@ ts_fixed_datum(TupleDesc desc, int attno, double value, int scale)
  * row is built to whatever the caller's definition asks for, so a new
  * library serves a database whose extension has not been updated yet.
  */
-#define TS_TSC_COLS 18
+#define TS_TSC_COLS 21
 
 Datum
 timing_source_tsc(PG_FUNCTION_ARGS)
@@ -186,6 +186,13 @@ timing_source_tsc(PG_FUNCTION_ARGS)
 		nulls[16] = !(info->read_ns > 0);
 		values[17] = ts_fixed_datum(tupdesc, 17, info->syscall_ns, TS_NS_SCALE);
 		nulls[17] = !(info->syscall_ns > 0);
+	}
+	/* 1.4: recovery after a watchdog trip */
+	if (tupdesc->natts > 18)
+	{
+		values[18] = Int64GetDatum((int64) stats.recalibrations);
+		values[19] = Int64GetDatum((int64) stats.recalibrations_agreed);
+		values[20] = Int64GetDatum((int64) stats.recoveries);
 	}
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

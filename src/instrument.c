@@ -637,7 +637,13 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		return;
 
 	if (!ts_node_clock_choose(&clock))
+	{
+#ifdef TS_HAVE_WATCHDOG
+		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+			ts_clock_probation_start(queryDesc);
+#endif
 		return;
+	}
 
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;

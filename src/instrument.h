@@ -146,8 +146,11 @@ ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 static inline bool
 ts_node_clock_choose(TimingClockSource *clock)
 {
-	bool		use_tsc = ts_session_uses_tsc();
+	bool		use_tsc;
 
+	/* after a watchdog trip, re-calibrate when it is time (rarely) */
+	ts_recover_tick();
+	use_tsc = ts_session_uses_tsc();
 	ts_export_decision();
 	*clock = TS_CLOCK_TSC;
 	return use_tsc;
@@ -202,6 +205,11 @@ extern void ts_query_remove(TsQueryEntry *entry);
 extern void ts_clock_query_start(QueryDesc *queryDesc, List *timed);
 extern void ts_clock_query_end(QueryDesc *queryDesc);
 extern void ts_clock_init(void);
+
+#ifdef TS_HAVE_WATCHDOG
+/* a timed query not on the TSC, watched while the TSC is on probation */
+extern void ts_clock_probation_start(QueryDesc *queryDesc);
+#endif
 
 /* The N of a node bound to sampled timing, else 0 (instrument.c) */
 extern uint64 ts_node_sample_every(PlanState *node);

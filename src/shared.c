@@ -1,9 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * shared.c
- *	  State that outlives one query: the per-query watchdog's verdict and
- *	  the counters behind timing_source_tsc()'s watchdog_checks,
- *	  watchdog_failures and tsc_timed_calls.
+ *	  State that outlives one query: the per-query watchdog's verdict, the
+ *	  recovery after it (docs/internals.md, "Recovery after a watchdog
+ *	  trip"), and the counters behind timing_source_tsc()'s watchdog_*,
+ *	  recalibrations* and tsc_timed_calls.
  *
  * When the library is preloaded the state lives in shared memory, so a
  * watchdog failure in one backend stops the TSC in every backend, and the
@@ -15,23 +16,42 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "utils/timestamp.h"
 
 #include "timing_source.h"
 
+/*
+ * The verdict and everything recovery keeps are changed together under
+ * mutex; generation, bumped at every change of phase or frequency, is what
+ * a backend compares at each query start to know whether to look at all.
+ */
 typedef struct TsSharedState
 {
-	pg_atomic_uint32 distrusted;	/* the watchdog stopped the TSC */
-	slock_t		mutex;			/* protects reason */
-	char		reason[256];
+	pg_atomic_uint32 generation;
+	slock_t		mutex;			/* protects the fields below it */
+	TsTscPhase	phase;
+	uint64		khz;			/* frequency of a recovered or probation
+								 * phase; 0: the one detected at startup */
+	char		reason[256];	/* the trip that stopped the TSC */
+	uint64		cand_khz;		/* a calibration awaiting a second, or 0 */
+	double		cand_ppm;		/* its uncertainty */
+	int			passes;			/* watchdog checks passed on probation */
+	TimestampTz next_try;		/* no re-calibration before */
+	int64		backoff_us;		/* wait before the next one after a failure */
 	pg_atomic_uint64 watchdog_checks;
 	pg_atomic_uint64 watchdog_failures;
 	pg_atomic_uint64 tsc_calls;
+	pg_atomic_uint64 recalibrations;
+	pg_atomic_uint64 recalibrations_agreed;
+	pg_atomic_uint64 recoveries;
 } TsSharedState;
 
 /* shared memory when preloaded, else this process's own copy */
@@ -45,12 +65,22 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static void
 init_state(TsSharedState *s)
 {
-	pg_atomic_init_u32(&s->distrusted, 0);
+	pg_atomic_init_u32(&s->generation, 0);
 	SpinLockInit(&s->mutex);
+	s->phase = TS_TSC_TRUSTED;
+	s->khz = 0;
 	s->reason[0] = '\0';
+	s->cand_khz = 0;
+	s->cand_ppm = 0;
+	s->passes = 0;
+	s->next_try = 0;
+	s->backoff_us = 0;
 	pg_atomic_init_u64(&s->watchdog_checks, 0);
 	pg_atomic_init_u64(&s->watchdog_failures, 0);
 	pg_atomic_init_u64(&s->tsc_calls, 0);
+	pg_atomic_init_u64(&s->recalibrations, 0);
+	pg_atomic_init_u64(&s->recalibrations_agreed, 0);
+	pg_atomic_init_u64(&s->recoveries, 0);
 }
 
 static void
@@ -122,26 +152,199 @@ ts_stats_read(TsStats *stats)
 	stats->watchdog_checks = pg_atomic_read_u64(&state->watchdog_checks);
 	stats->watchdog_failures = pg_atomic_read_u64(&state->watchdog_failures);
 	stats->tsc_calls = pg_atomic_read_u64(&state->tsc_calls);
+	stats->recalibrations = pg_atomic_read_u64(&state->recalibrations);
+	stats->recalibrations_agreed = pg_atomic_read_u64(&state->recalibrations_agreed);
+	stats->recoveries = pg_atomic_read_u64(&state->recoveries);
 	stats->shared = state_is_shared;
 }
 
-void
-ts_shared_distrust(const char *reason)
+/*
+ * Whether two calibrations measured the same rate: they may differ by the
+ * sum of their own error bounds, plus TSCLOCK_AGREE_MARGIN_PPM for a change
+ * of the NTP slew of CLOCK_MONOTONIC between the two, which are an interval
+ * apart.  Even the widest bound this allows (two calibrations at
+ * TSCLOCK_CAL_ACCEPT_PPM) is far inside the watchdog's own tolerance.
+ */
+static bool
+calibrations_agree(uint64 khz1, double ppm1, uint64 khz2, double ppm2)
 {
-	SpinLockAcquire(&state->mutex);
-	if (state->reason[0] == '\0')
-		strlcpy(state->reason, reason, sizeof(state->reason));
-	SpinLockRelease(&state->mutex);
-	pg_atomic_write_u32(&state->distrusted, 1);
+	double		mean = ((double) khz1 + (double) khz2) / 2.0;
+	double		diff_ppm = fabs((double) khz1 - (double) khz2) / mean * 1e6;
+
+	return diff_ppm <= ppm1 + ppm2 + TSCLOCK_AGREE_MARGIN_PPM;
 }
 
-bool
-ts_shared_distrusted(char *reason, size_t len)
+/* the next wait after a failed attempt: doubled, within the bounds */
+static int64
+longer_backoff(int64 us)
 {
-	if (likely(pg_atomic_read_u32(&state->distrusted) == 0))
-		return false;
+	int64		base = ts_recover_interval_us();
+
+	if (us < base)
+		return base;
+	return Min(us * 2, base * TS_RECOVER_MAX_BACKOFF);
+}
+
+static void
+bump_generation(void)
+{
+	pg_atomic_fetch_add_u32(&state->generation, 1);
+}
+
+uint32
+ts_shared_generation(void)
+{
+	return pg_atomic_read_u32(&state->generation);
+}
+
+void
+ts_shared_snapshot(TsTscShared *snap)
+{
 	SpinLockAcquire(&state->mutex);
-	strlcpy(reason, state->reason, len);
+	snap->generation = pg_atomic_read_u32(&state->generation);
+	snap->phase = state->phase;
+	snap->khz = state->khz;
+	snap->passes = state->passes;
+	strlcpy(snap->reason, state->reason, sizeof(snap->reason));
 	SpinLockRelease(&state->mutex);
-	return true;
+}
+
+/*
+ * A watchdog trip.  True when this one stopped a trusted TSC or ended a
+ * probation (the event to log); a trip at a frequency that is no longer
+ * the current one (a query that started before a change) changes nothing.
+ */
+bool
+ts_shared_distrust(const char *reason, uint32 generation)
+{
+	bool		changed = false;
+
+	SpinLockAcquire(&state->mutex);
+	if (pg_atomic_read_u32(&state->generation) == generation &&
+		state->phase != TS_TSC_DISTRUSTED)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		state->backoff_us = state->phase == TS_TSC_PROBATION ?
+			longer_backoff(state->backoff_us) : ts_recover_interval_us();
+		state->next_try = now + state->backoff_us;
+		state->phase = TS_TSC_DISTRUSTED;
+		state->cand_khz = 0;
+		state->passes = 0;
+		strlcpy(state->reason, reason, sizeof(state->reason));
+		bump_generation();
+		changed = true;
+	}
+	SpinLockRelease(&state->mutex);
+	return changed;
+}
+
+/*
+ * Claim the next re-calibration: true, with the generation it belongs to,
+ * when the TSC is distrusted and its wait is over.  The claim moves the
+ * wait on, so that one backend calibrates and the others do not.
+ */
+bool
+ts_shared_claim_recalibration(uint32 *generation)
+{
+	bool		claimed = false;
+	TimestampTz now = GetCurrentTimestamp();
+
+	SpinLockAcquire(&state->mutex);
+	if (state->phase == TS_TSC_DISTRUSTED &&
+		(now >= state->next_try || now < state->next_try - state->backoff_us))
+	{
+		state->next_try = now + state->backoff_us;
+		*generation = pg_atomic_read_u32(&state->generation);
+		claimed = true;
+	}
+	SpinLockRelease(&state->mutex);
+	return claimed;
+}
+
+/*
+ * A re-calibration's result (converged or not).  The first converged one
+ * becomes the candidate; the next one, an interval later, must agree with
+ * it, and then the TSC goes on probation at their mean frequency.  A
+ * calibration that did not converge, or disagrees, lengthens the wait; the
+ * one that disagreed is the new candidate.
+ */
+TsRecalResult
+ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
+					   double ppm, uint64 *cand_khz)
+{
+	TsRecalResult res = TS_RECAL_STALE;
+
+	SpinLockAcquire(&state->mutex);
+	if (pg_atomic_read_u32(&state->generation) == generation &&
+		state->phase == TS_TSC_DISTRUSTED)
+	{
+		*cand_khz = state->cand_khz;
+		if (!converged)
+		{
+			state->cand_khz = 0;
+			res = TS_RECAL_NOT_CONVERGED;
+		}
+		else if (state->cand_khz == 0)
+		{
+			state->cand_khz = khz;
+			state->cand_ppm = ppm;
+			res = TS_RECAL_FIRST;
+		}
+		else if (calibrations_agree(state->cand_khz, state->cand_ppm, khz, ppm))
+		{
+			state->khz = (state->cand_khz + khz + 1) / 2;
+			state->cand_khz = 0;
+			state->passes = 0;
+			state->phase = TS_TSC_PROBATION;
+			bump_generation();
+			res = TS_RECAL_AGREED;
+		}
+		else
+		{
+			state->cand_khz = khz;
+			state->cand_ppm = ppm;
+			res = TS_RECAL_DISAGREED;
+		}
+		if (res == TS_RECAL_NOT_CONVERGED || res == TS_RECAL_DISAGREED)
+		{
+			state->backoff_us = longer_backoff(state->backoff_us);
+			state->next_try = GetCurrentTimestamp() + state->backoff_us;
+		}
+	}
+	SpinLockRelease(&state->mutex);
+
+	if (res != TS_RECAL_STALE)
+		pg_atomic_fetch_add_u64(&state->recalibrations, 1);
+	if (res == TS_RECAL_AGREED)
+		pg_atomic_fetch_add_u64(&state->recalibrations_agreed, 1);
+	return res;
+}
+
+/*
+ * A watchdog check passed on probation.  True when it was the
+ * TS_RECOVER_PASSES-th: the TSC is trusted again, at the probation's
+ * frequency.
+ */
+bool
+ts_shared_probation_passed(uint32 generation)
+{
+	bool		restored = false;
+
+	SpinLockAcquire(&state->mutex);
+	if (pg_atomic_read_u32(&state->generation) == generation &&
+		state->phase == TS_TSC_PROBATION &&
+		++state->passes >= TS_RECOVER_PASSES)
+	{
+		state->phase = TS_TSC_TRUSTED;
+		state->reason[0] = '\0';
+		state->backoff_us = 0;
+		bump_generation();
+		restored = true;
+	}
+	SpinLockRelease(&state->mutex);
+
+	if (restored)
+		pg_atomic_fetch_add_u64(&state->recoveries, 1);
+	return restored;
 }

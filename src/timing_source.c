@@ -131,36 +131,156 @@ ts_session_setting(void)
 	return (TimingClockSource) session_source;
 }
 
-void
-ts_distrust_tsc(const char *reason)
+/* this process's view of the shared phase (shared.c) */
+TsTscPhase	ts_tsc_phase = TS_TSC_TRUSTED;
+uint32		ts_tsc_generation = 0;
+
+bool
+ts_distrust_tsc(const char *reason, uint32 generation)
 {
-	if (ts_shared_is_shared())
-		ts_shared_distrust(reason);
-	if (!tsclock_info.usable)
+	bool		changed = ts_shared_distrust(reason, generation);
+
+	if (tsclock_info.usable)
+	{
+		/* keeps mult: queries bound before this point still convert with it */
+		tsclock_set_unusable(&tsclock_info, reason);
+	}
+	return changed;
+}
+
+/*
+ * Test seam, not for production: TIMING_SOURCE_TEST_RECOVER_MS replaces
+ * TS_RECOVER_INTERVAL_MS, so that a test sees re-calibrations within
+ * seconds.
+ */
+int64
+ts_recover_interval_us(void)
+{
+	static int64 interval_us = 0;
+
+	if (interval_us == 0)
+	{
+		const char *v = getenv("TIMING_SOURCE_TEST_RECOVER_MS");
+		long		ms = v != NULL ? strtol(v, NULL, 10) : 0;
+
+		if (ms <= 0 || ms > TS_RECOVER_INTERVAL_MS)
+			ms = TS_RECOVER_INTERVAL_MS;
+		interval_us = (int64) ms * 1000;
+	}
+	return interval_us;
+}
+
+/*
+ * Take up the shared phase when it changed.  A stop applies at once (the
+ * multiplier stays, so queries bound before convert as they started).  A
+ * new frequency, on probation or trusted, changes the multiplier, so it
+ * waits while a query of this process is still timed with the old one,
+ * and the TSC stays off meanwhile.
+ */
+static void
+ts_adopt_shared(void)
+{
+	TsTscShared snap;
+
+	if (likely(ts_shared_generation() == ts_tsc_generation))
 		return;
-	/* keeps mult: queries bound before this point still convert with it */
-	tsclock_set_unusable(&tsclock_info, reason);
+	ts_shared_snapshot(&snap);
+
+	if (snap.phase == TS_TSC_DISTRUSTED)
+	{
+		if (tsclock_info.usable || ts_tsc_phase != TS_TSC_DISTRUSTED)
+			tsclock_set_unusable(&tsclock_info, snap.reason);
+	}
+	else if (ts_clock_tsc_queries_running())
+	{
+		if (tsclock_info.usable)
+			tsclock_set_unusable(&tsclock_info,
+								 "The TSC has a new frequency, taken up once this session's queries timed with the old one have ended.");
+		return;
+	}
+	else if (snap.phase == TS_TSC_PROBATION)
+	{
+		char		reason[256];
+
+		snprintf(reason, sizeof(reason),
+				 "The TSC is on probation after the per-query watchdog stopped it: two calibrations agreed on %llu kHz, and it is used again once %d timed queries in a row pass the watchdog (%d so far).",
+				 (unsigned long long) snap.khz, TS_RECOVER_PASSES, snap.passes);
+		tsclock_set_unusable(&tsclock_info, reason);
+		tsclock_info.khz = snap.khz;
+		tsclock_info.mult = tsclock_mult_for_khz(snap.khz);
+	}
+	else if (snap.khz != 0)
+		tsclock_restore(&tsclock_info, snap.khz);
+
+	ts_tsc_phase = snap.phase;
+	ts_tsc_generation = snap.generation;
+}
+
+void
+ts_recover_tick(void)
+{
+	uint32		generation;
+	TsCalibration cal;
+	uint64		cand_khz = 0;
+	bool		seam;
+
+	if (IsParallelWorker())
+		return;
+	ts_ensure_detected();
+	ts_adopt_shared();
+	if (likely(ts_tsc_phase != TS_TSC_DISTRUSTED) ||
+		!tsclock_can_calibrate(&tsclock_info) ||
+		!ts_shared_claim_recalibration(&generation))
+		return;
+
+	tsclock_calibrate(&cal);
+	seam = tsclock_apply_test_calibration(&tsclock_info, &cal);
+
+	switch (ts_shared_recalibrated(generation, cal.converged, cal.khz,
+								   cal.uncertainty_ppm, &cand_khz))
+	{
+		case TS_RECAL_AGREED:
+			ereport(LOG,
+					(errmsg("timing_source: two calibrations after the watchdog trip agree on a TSC frequency of %llu kHz",
+							(unsigned long long) ((cand_khz + cal.khz + 1) / 2)),
+					 errdetail("They measured %llu kHz and %llu kHz%s. The TSC is on probation: it is used again once %d timed queries in a row pass the watchdog at that frequency.",
+							   (unsigned long long) cand_khz,
+							   (unsigned long long) cal.khz,
+							   seam ? " (as TIMING_SOURCE_TEST_CAL_KHZ_FILE said)" : "",
+							   TS_RECOVER_PASSES)));
+			break;
+		case TS_RECAL_DISAGREED:
+			elog(DEBUG1, "timing_source: re-calibration measured %llu kHz, %llu kHz before: the TSC stays off",
+				 (unsigned long long) cal.khz, (unsigned long long) cand_khz);
+			break;
+		case TS_RECAL_NOT_CONVERGED:
+			elog(DEBUG1, "timing_source: re-calibration did not converge: the TSC stays off");
+			break;
+		case TS_RECAL_FIRST:
+			elog(DEBUG1, "timing_source: re-calibration measured %llu kHz, to be confirmed by the next",
+				 (unsigned long long) cal.khz);
+			break;
+		case TS_RECAL_STALE:
+			break;
+	}
+	ts_adopt_shared();
 }
 
 /*
  * Bring this process's view up to date before a decision: a watchdog
- * failure elsewhere in the server, and the operating system's
+ * stop or recovery elsewhere in the server, and the operating system's
  * clocksource, re-read at every configuration reload and at least every
  * TS_OS_RECHECK_INTERVAL.  A parallel worker follows its leader instead.
  */
 static void
 ts_refresh(void)
 {
-	char		reason[256];
 	TimestampTz now;
 
 	if (IsParallelWorker())
 		return;
 	ts_ensure_detected();
-
-	if (unlikely(ts_shared_distrusted(reason, sizeof(reason))) &&
-		tsclock_info.usable)
-		ts_distrust_tsc(reason);
+	ts_adopt_shared();
 
 	now = GetCurrentTimestamp();
 	if (PgReloadTime != seen_reload_time ||

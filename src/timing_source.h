@@ -76,10 +76,12 @@ extern bool ts_node_wrappers;
 
 /*
  * Mark the TSC unusable in this process (and, when preloaded, in every
- * process of the server) because the per-query watchdog caught it
- * disagreeing with the system clock.  Queries already bound keep it.
+ * process of the server) because the per-query watchdog, checking at the
+ * frequency of generation, caught it disagreeing with the system clock.
+ * Queries already bound keep it.  True when this was the trip that
+ * stopped it (false: already stopped, or a check of an older generation).
  */
-extern void ts_distrust_tsc(const char *reason);
+extern bool ts_distrust_tsc(const char *reason, uint32 generation);
 
 /*
  * Make sure this session's parallel workers will see this process's TSC
@@ -104,6 +106,9 @@ typedef struct TsStats
 	uint64		watchdog_checks;
 	uint64		watchdog_failures;
 	uint64		tsc_calls;		/* plan node calls timed with the TSC */
+	uint64		recalibrations; /* run after a watchdog trip */
+	uint64		recalibrations_agreed;	/* that confirmed the one before */
+	uint64		recoveries;		/* probations passed: TSC trusted again */
 	bool		shared;			/* server-wide, else this process only */
 } TsStats;
 
@@ -112,7 +117,73 @@ extern bool ts_shared_is_shared(void);
 extern void ts_stats_add_calls(uint64 n);
 extern void ts_stats_watchdog(bool failed);
 extern void ts_stats_read(TsStats *stats);
-extern void ts_shared_distrust(const char *reason);
-extern bool ts_shared_distrusted(char *reason, size_t len);
+
+/*
+ * Recovery after a watchdog trip (15-18; docs/internals.md).  The TSC is
+ * trusted, distrusted (a trip stopped it; re-calibrated at most once per
+ * interval, with a back-off) or on probation (two calibrations agreed on a
+ * frequency; the watchdog checks timed queries at it, whose nodes keep the
+ * system clock, and TS_RECOVER_PASSES passes in a row trust it again).
+ */
+typedef enum TsTscPhase
+{
+	TS_TSC_TRUSTED = 0,
+	TS_TSC_DISTRUSTED,
+	TS_TSC_PROBATION
+} TsTscPhase;
+
+#define TS_RECOVER_PASSES		3
+#define TS_RECOVER_INTERVAL_MS	(30 * 1000)
+/* the wait grows to at most this many intervals */
+#define TS_RECOVER_MAX_BACKOFF	64
+
+typedef struct TsTscShared
+{
+	uint32		generation;
+	TsTscPhase	phase;
+	uint64		khz;			/* 0: the frequency detected at startup */
+	int			passes;
+	char		reason[256];
+} TsTscShared;
+
+typedef enum TsRecalResult
+{
+	TS_RECAL_STALE,				/* the state changed meanwhile: ignored */
+	TS_RECAL_NOT_CONVERGED,
+	TS_RECAL_FIRST,				/* now the candidate */
+	TS_RECAL_DISAGREED,			/* with the candidate; now the candidate */
+	TS_RECAL_AGREED				/* with the candidate: probation */
+} TsRecalResult;
+
+/* the re-calibration interval, microseconds (a test seam may shorten it) */
+extern int64 ts_recover_interval_us(void);
+
+extern uint32 ts_shared_generation(void);
+extern void ts_shared_snapshot(TsTscShared *snap);
+extern bool ts_shared_distrust(const char *reason, uint32 generation);
+extern bool ts_shared_claim_recalibration(uint32 *generation);
+extern TsRecalResult ts_shared_recalibrated(uint32 generation, bool converged,
+											uint64 khz, double ppm,
+											uint64 *cand_khz);
+extern bool ts_shared_probation_passed(uint32 generation);
+
+/*
+ * timing_source.c: this process's view of the shared phase, and the
+ * generation it is of
+ */
+extern TsTscPhase ts_tsc_phase;
+extern uint32 ts_tsc_generation;
+
+/*
+ * At the start of a query the extension may time: when the TSC is
+ * distrusted and the interval is over, re-calibrate (timing_source.c)
+ */
+extern void ts_recover_tick(void);
+
+/*
+ * watchdog.c: whether a query of this process is timed with the TSC now
+ * (false where there is no watchdog)
+ */
+extern bool ts_clock_tsc_queries_running(void);
 
 #endif							/* TIMING_SOURCE_H */

@@ -1033,6 +1033,60 @@ tsclock_apply_env(TsClockInfo *info)
 	}
 }
 
+/*
+ * Test seam, not for production: TIMING_SOURCE_TEST_CAL_KHZ_FILE names a
+ * file whose first number (kHz, within the sanity bounds) replaces the
+ * frequency a calibration measured, read afresh at each calibration, so
+ * that a test can make the re-calibrations after a watchdog trip agree, or
+ * not, on a rate of its choosing while the server runs.  The measured
+ * error bound and convergence are kept.  A missing file or another value
+ * changes nothing.
+ */
+bool
+tsclock_apply_test_calibration(const TsClockInfo *info, TsCalibration *cal)
+{
+	const char *path = getenv("TIMING_SOURCE_TEST_CAL_KHZ_FILE");
+	FILE	   *f;
+	unsigned long long khz;
+	bool		ok;
+
+	if (path == NULL || path[0] == '\0')
+		return false;
+	f = fopen(path, "r");
+	if (f == NULL)
+		return false;
+	ok = fscanf(f, "%llu", &khz) == 1 &&
+		khz >= tsclock_min_khz(info) && khz <= tsclock_max_khz(info);
+	fclose(f);
+	if (!ok)
+		return false;
+	cal->khz = khz;
+	cal->hz = (double) khz * 1000.0;
+	return true;
+}
+
+void
+tsclock_restore(TsClockInfo *info, uint64_t khz)
+{
+	char		prefix[64];
+
+	if (info->arm64)
+		snprintf(prefix, sizeof(prefix), "arm64, ");
+	else if (info->hypervisor)
+		snprintf(prefix, sizeof(prefix), "x86, hypervisor (%s), ",
+				 info->hv_name);
+	else
+		snprintf(prefix, sizeof(prefix), "x86, ");
+	snprintf(info->freq_source, sizeof(info->freq_source),
+			 "%sre-calibration after a watchdog trip", prefix);
+	info->khz = khz;
+	info->cpuid_used = false;
+	info->mult = tsclock_mult_for_khz(khz);
+	info->usable = true;
+	info->reason[0] = '\0';
+	decide_auto(info);
+}
+
 void
 tsclock_set_unusable(TsClockInfo *info, const char *reason)
 {

@@ -308,6 +308,22 @@ extern TsOsClockVerdict tsclock_os_clock_verdict_arm64(const char *clocksource);
 extern void tsclock_set_unusable(TsClockInfo *info, const char *reason);
 
 /*
+ * Trust the counter again, at khz, after a withdrawal: 'tsc' may use it,
+ * 'auto' decides as at detection (operating system's clocksource, trapped
+ * read), and the frequency's source says it was re-calibrated.  Only for a
+ * counter that was usable when it was withdrawn.
+ */
+extern void tsclock_restore(TsClockInfo *info, uint64_t khz);
+
+/*
+ * Test seam: replace a calibration's frequency by the value in the file
+ * TIMING_SOURCE_TEST_CAL_KHZ_FILE names, read at each call; true if it
+ * did
+ */
+extern bool tsclock_apply_test_calibration(const TsClockInfo *info,
+										   TsCalibration *cal);
+
+/*
  * A decision as text, "kHz/usable/auto" (at most TSCLOCK_DECISION_LEN
  * bytes with the terminator), and back; parsing returns false for text
  * not of that form.

@@ -14,6 +14,13 @@
  * the TSC (ts_distrust_tsc), in every session when the library is
  * preloaded.
  *
+ * After a trip the TSC is re-calibrated later (timing_source.c), and once
+ * two calibrations agree it is on probation: timed queries, whose nodes
+ * keep the system clock, are watched at the new frequency all the same,
+ * and TS_RECOVER_PASSES passes in a row trust it again (shared.c).  Every
+ * watch remembers the generation of the state it started in, so a query
+ * that started before a change cannot pass or fail the state after it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,6 +49,8 @@ typedef struct TsBracket
 typedef struct TsWatch
 {
 	TsQueryEntry entry;			/* must be first */
+	bool		probation;		/* nodes on the system clock, TSC on trial */
+	uint32		generation;		/* of the shared state at the start */
 	TsBracket	start;
 } TsWatch;
 
@@ -89,7 +98,69 @@ ts_clock_query_start(QueryDesc *queryDesc, List *timed)
 	if (IsParallelWorker())
 		return;
 	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
+	w->generation = ts_tsc_generation;
 	ts_watch_read(&w->start);
+}
+
+/*
+ * A timed query whose nodes are not on the TSC: watched when the TSC is on
+ * probation, at the frequency on trial.
+ */
+void
+ts_clock_probation_start(QueryDesc *queryDesc)
+{
+	TsWatch    *w;
+
+	if (likely(ts_tsc_phase != TS_TSC_PROBATION) || IsParallelWorker())
+		return;
+	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
+	w->probation = true;
+	w->generation = ts_tsc_generation;
+	ts_watch_read(&w->start);
+}
+
+bool
+ts_clock_tsc_queries_running(void)
+{
+	TsQueryEntry *e;
+
+	for (e = ts_watches.head; e != NULL; e = e->next)
+	{
+		if (!((TsWatch *) e)->probation)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A check on probation: a pass counts towards trusting the TSC again, a
+ * failure ends the probation.  The nodes ran on the system clock, so the
+ * client is not warned; the server log has each event once.
+ */
+static void
+ts_probation_verdict(TsWatch *w, bool failed, double diff_pct, int64 sys_ns)
+{
+	uint64		khz = tsclock_info.khz;
+
+	if (failed)
+	{
+		char		reason[256];
+
+		snprintf(reason, sizeof(reason),
+				 "On probation after a watchdog trip, the per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
+				 (unsigned long long) khz, diff_pct, sys_ns / 1e6);
+		if (ts_distrust_tsc(reason, w->generation))
+			ereport(LOG,
+					(errmsg("timing_source: the TSC failed the watchdog on probation and stays off"),
+					 errdetail("%s", reason),
+					 errhint("timing_source re-calibrates it again later, waiting longer each time.")));
+	}
+	else if (ts_shared_probation_passed(w->generation))
+		ereport(LOG,
+				(errmsg("timing_source: the TSC is used again, at %llu kHz",
+						(unsigned long long) khz),
+				 errdetail("Two calibrations agreed on that frequency after the watchdog trip, and %d timed queries in a row passed the watchdog at it.",
+						   TS_RECOVER_PASSES)));
 }
 
 /* Compare the clocks over the query; stop the TSC if they disagree */
@@ -144,15 +215,26 @@ ts_watch_end(TsWatch *w)
 		(double) sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0);
 
 	ts_stats_watchdog(failed);
+	if (w->probation)
+	{
+		ts_probation_verdict(w, failed, diff_pct, sys_ns);
+		return;
+	}
 	if (!failed)
 		return;
 
 	snprintf(reason, sizeof(reason),
 			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
 			 (unsigned long long) tsclock_info.khz, diff_pct, sys_ns / 1e6);
-	ts_distrust_tsc(reason);
+	if (ts_distrust_tsc(reason, w->generation))
+		ereport(LOG_SERVER_ONLY,
+				(errmsg("timing_source: the per-query watchdog stopped the TSC"),
+				 errdetail("%s", reason),
+				 errhint("timing_source re-calibrates the TSC later and uses it again once two calibrations agree and %d timed queries in a row pass the watchdog.",
+						 TS_RECOVER_PASSES)));
 
-	ereport(WARNING,
+	/* the server log has the event once, above; the client its query's */
+	ereport(WARNING_CLIENT_ONLY,
 			(errcode(ERRCODE_WARNING),
 			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
 					fabs(diff_pct)),
@@ -160,10 +242,10 @@ ts_watch_end(TsWatch *w)
 					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
 					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,
 					   tsc_ns / 1e6,
-					   ts_shared_is_shared() ? "in every session until the server restarts" :
+					   ts_shared_is_shared() ? "in every session" :
 					   "in this session"),
 			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
-					 "timing_source_tsc() shows the watchdog's counts; restart the server to detect the TSC again.")));
+					 "timing_source re-calibrates the TSC later and uses it again once it proves stable; timing_source_tsc() shows the watchdog's counts.")));
 }
 
 void
@@ -179,6 +261,14 @@ ts_clock_query_end(QueryDesc *queryDesc)
 void
 ts_clock_init(void)
 {
+}
+
+#else							/* !TS_HAVE_WATCHDOG */
+
+bool
+ts_clock_tsc_queries_running(void)
+{
+	return false;
 }
 
 #endif							/* TS_HAVE_WATCHDOG */

@@ -71,6 +71,15 @@ SELECT
         AS auto_declines_a_trapped_read
   FROM timing_source_tsc();
 
+-- 1.4 columns: the recovery after a watchdog trip (t/064 drives it); a
+-- re-calibration agrees only with the one before it, and a recovery needs
+-- an agreement
+SELECT
+    2 * recalibrations_agreed <= recalibrations AS agreed_consumes_two_calibrations,
+    watchdog_recoveries BETWEEN 0 AND recalibrations_agreed AS recoveries_within_agreed,
+    watchdog_failures > 0 OR recalibrations = 0 AS no_recalibration_without_a_failure
+  FROM timing_source_tsc();
+
 -- in_use follows the setting
 SET timing_clock_source = 'system';
 SELECT in_use FROM timing_source_tsc();

@@ -113,3 +113,15 @@ SELECT * FROM pg_temp.ts_figure_types();
 ALTER EXTENSION timing_source UPDATE;
 SELECT * FROM pg_temp.ts_figure_types();
 SELECT extversion FROM pg_extension WHERE extname = 'timing_source';
+
+-- a database still on 1.3 keeps its 18-column timing_source_tsc(); the
+-- update to 1.4 adds the recovery counts (21), all zero without a trip
+DROP EXTENSION timing_source;
+CREATE EXTENSION timing_source VERSION '1.3';
+SELECT count(*) AS columns_1_3 FROM timing_source_tsc() t, json_each(row_to_json(t)) c;
+ALTER EXTENSION timing_source UPDATE;
+SELECT count(*) AS columns_now FROM timing_source_tsc() t, json_each(row_to_json(t)) c;
+SELECT recalibrations = 0 AND recalibrations_agreed = 0 AND watchdog_recoveries = 0
+       AS no_recovery_without_trip
+  FROM timing_source_tsc();
+SELECT extversion FROM pg_extension WHERE extname = 'timing_source';

@@ -1029,6 +1029,87 @@ test_this_machine(void)
 #endif
 }
 
+/*
+ * Trusting the counter again after a watchdog trip, at a re-calibrated
+ * frequency; and the seam that makes a calibration report a chosen one.
+ */
+static void
+test_restore(void)
+{
+	TsClockInfo info;
+	TsCpuidRaw	raw = raw_bare_metal();
+	TsCalibration cal = cal_of(3e9);
+	TsArm64Raw	araw = arm_raw(25000000);
+	TsCalibration acal = cal_of(25e6);
+	char		path[] = "/tmp/test_tsclock_cal_XXXXXX";
+	int			fd;
+	FILE	   *f;
+
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	tsclock_set_unusable(&info, "tripped");
+	tsclock_restore(&info, 3100000);
+	ok(info.usable && info.auto_ok && info.khz == 3100000 &&
+	   info.mult == tsclock_mult_for_khz(3100000) && !info.cpuid_used &&
+	   info.reason[0] == '\0' && info.auto_reason[0] == '\0',
+	   "restored: usable and chosen by auto again, at the new frequency and its multiplier");
+	ok(strcmp(info.freq_source, "x86, re-calibration after a watchdog trip") == 0,
+	   "restored: the source says so (%s)", info.freq_source);
+
+	/* auto decides as at detection: the kernel's clocksource still counts */
+	tsclock_decide(&info, &raw, &cal, "hpet");
+	tsclock_set_unusable(&info, "tripped");
+	tsclock_restore(&info, 3100000);
+	ok(info.usable && !info.auto_ok && strstr(info.auto_reason, "\"hpet\"") != NULL,
+	   "restored beside a distrusting kernel: 'tsc' allowed, auto still declines for the clocksource");
+
+	raw = raw_vm("KVMKVMKVM\0\0\0", 0x40000010, 2600000);
+	cal = cal_of(2.6e9);
+	tsclock_decide(&info, &raw, &cal, "kvm-clock");
+	tsclock_set_unusable(&info, "tripped");
+	tsclock_restore(&info, 2900000);
+	ok(info.usable && info.auto_ok &&
+	   strcmp(info.freq_source, "x86, hypervisor (kvm), re-calibration after a watchdog trip") == 0,
+	   "restored in a virtual machine: the hypervisor is still named (%s)", info.freq_source);
+
+	tsclock_decide_arm64(&info, &araw, &acal, "arch_sys_counter");
+	tsclock_set_unusable(&info, "tripped");
+	tsclock_restore(&info, 24000);
+	ok(info.usable && info.auto_ok && info.khz == 24000 &&
+	   strcmp(info.freq_source, "arm64, re-calibration after a watchdog trip") == 0,
+	   "restored on arm64 (%s)", info.freq_source);
+
+	/* the seam: read at each call, only values within the bounds */
+	raw = raw_bare_metal();
+	cal = cal_of(3e9);
+	tsclock_decide(&info, &raw, &cal, "tsc");
+	fd = mkstemp(path);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f == NULL)
+	{
+		ok(false, "temporary file for the calibration seam");
+		return;
+	}
+	fprintf(f, "2500000\n");
+	fclose(f);
+	setenv("TIMING_SOURCE_TEST_CAL_KHZ_FILE", path, 1);
+	cal = cal_of(3e9);
+	cal.uncertainty_ppm = 7;
+	ok(tsclock_apply_test_calibration(&info, &cal) && cal.khz == 2500000 &&
+	   cal.hz == 2.5e9 && cal.converged && cal.uncertainty_ppm == 7,
+	   "seam: the file's frequency replaces the measured one, bound and convergence kept");
+	f = fopen(path, "w");
+	fprintf(f, "5\n");
+	fclose(f);
+	cal = cal_of(3e9);
+	ok(!tsclock_apply_test_calibration(&info, &cal) && cal.khz == 3000000,
+	   "seam: re-read at each call, a value outside the bounds changes nothing");
+	unlink(path);
+	ok(!tsclock_apply_test_calibration(&info, &cal) && cal.khz == 3000000,
+	   "seam: a missing file changes nothing");
+	unsetenv("TIMING_SOURCE_TEST_CAL_KHZ_FILE");
+	ok(!tsclock_apply_test_calibration(&info, &cal), "seam: unset, nothing");
+}
+
 int
 main(void)
 {
@@ -1036,6 +1117,7 @@ main(void)
 	test_decide();
 	test_decide_arm64();
 	test_decision();
+	test_restore();
 	test_read_names();
 	test_this_machine();
 

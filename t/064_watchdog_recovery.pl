@@ -1,0 +1,241 @@
+#
+# Recovery after a watchdog trip.  The server starts with the test-only
+# TIMING_SOURCE_TEST_KHZ at half the real TSC frequency, so the first
+# TSC-timed query of 10 ms or more trips the watchdog.  With the
+# re-calibration interval shortened (TIMING_SOURCE_TEST_RECOVER_MS) and the
+# frequency every re-calibration reports taken from a file the test rewrites
+# (TIMING_SOURCE_TEST_CAL_KHZ_FILE):
+#
+#   - two calibrations that disagree keep the TSC off, and 'tsc' refused;
+#   - two that agree on a wrong rate put it on probation, where the next
+#     checked query fails it again (logged, no client warning);
+#   - two that agree on the real rate put it on probation, and after
+#     exactly three checked queries it is used again at that frequency, in
+#     new sessions and by parallel workers, with right times;
+#   - every event is counted and logged once.
+#
+# Where the TSC is unusable (the *_notsc run) nothing trips, nothing is
+# re-calibrated, and the seams change nothing.
+#
+use strict;
+use warnings;
+
+use JSON::PP;
+use Time::HiRes qw(sleep);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
+
+my $node = PostgreSQL::Test::Cluster->new('recovery');
+
+skip_all_from_major($node, 19,
+	'the wrappers read core\'s clock, whose trust is core\'s decision, so the extension has no watchdog to recover from there');
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'timing_source'
+max_parallel_workers_per_gather = 0
+jit = off
+});
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+expect_tsc_state($node);
+my ($tsc, $khz) = split /\|/, $node->safe_psql('postgres',
+	'SELECT available, coalesce(frequency_khz, 0) FROM timing_source_tsc()');
+$tsc = $tsc eq 't';
+note $tsc ? "TSC usable at $khz kHz" : 'TSC unusable on this server';
+$node->stop;
+
+my $cal_file = $node->basedir . '/cal_khz';
+
+sub set_cal
+{
+	my ($v) = @_;
+	open my $f, '>', "$cal_file.tmp" or die "$cal_file.tmp: $!";
+	print $f "$v\n";
+	close $f;
+	rename "$cal_file.tmp", $cal_file or die "rename: $!";
+}
+
+# EXPLAIN (ANALYZE, FORMAT JSON) of pg_sleep(secs): (Result node total ms,
+# psql's stderr)
+sub sleep_plan
+{
+	my ($secs) = @_;
+	my ($ret, $out, $err) = $node->psql('postgres',
+		"EXPLAIN (ANALYZE, FORMAT JSON) SELECT pg_sleep($secs)");
+	die "EXPLAIN failed: $err" if $ret != 0;
+	return (decode_json($out)->[0]{Plan}{'Actual Total Time'}, $err);
+}
+
+sub tsc_row
+{
+	my $row = $node->safe_psql('postgres', q{
+		SELECT available, in_use, frequency_khz, frequency_source,
+		       coalesce(reason_unusable, ''), watchdog_checks, watchdog_failures,
+		       tsc_timed_calls, recalibrations, recalibrations_agreed,
+		       watchdog_recoveries
+		  FROM timing_source_tsc()});
+	my %r;
+	@r{qw(available in_use khz source reason checks failures calls recal agreed recovered)} =
+	  split /\|/, $row;
+	return \%r;
+}
+
+# Timed queries too short for the watchdog, until one of them has run the
+# next re-calibration (the wait grows after each failed attempt)
+sub next_recalibration
+{
+	my $before = tsc_row()->{recal};
+	for (1 .. 120)
+	{
+		sleep 0.25;
+		$node->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS OFF) SELECT 1');
+		my $r = tsc_row();
+		return $r if $r->{recal} > $before;
+	}
+	die "no re-calibration within 30 s";
+}
+
+sub log_count
+{
+	my ($re) = @_;
+	my @m = (slurp_file($node->logfile) =~ /$re/g);
+	return scalar @m;
+}
+
+sub tsc_refused
+{
+	my ($ret, $out, $err) = $node->psql('postgres', q{SET timing_clock_source = 'tsc'});
+	return $ret != 0 ? $err : '';
+}
+
+my $half = $tsc ? int($khz / 2) : 1300000;
+set_cal(int($khz * 0.9));
+{
+	local $ENV{TIMING_SOURCE_TEST_KHZ} = $half;
+	local $ENV{TIMING_SOURCE_TEST_RECOVER_MS} = 200;
+	local $ENV{TIMING_SOURCE_TEST_CAL_KHZ_FILE} = $cal_file;
+	$node->start;
+}
+
+if (!$tsc)
+{
+	my ($ms, $err) = sleep_plan(0.05);
+	is($err, '', 'no watchdog warning without the TSC');
+	$node->safe_psql('postgres', 'EXPLAIN (ANALYZE) SELECT 1') for 1 .. 3;
+	sleep 0.5;
+	$node->safe_psql('postgres', 'EXPLAIN (ANALYZE) SELECT 1');
+	my $r = tsc_row();
+	is("$r->{failures}/$r->{recal}/$r->{agreed}/$r->{recovered}", '0/0/0/0',
+		'nothing fails, nothing is re-calibrated or recovered');
+	$node->stop;
+	done_testing();
+	exit 0;
+}
+
+# the trip
+my ($ms, $err) = sleep_plan(0.05);
+like($err, qr/WARNING:  timing_source: the TSC and the system clock disagree by 100\.\d% over this query/,
+	'the first TSC-timed query over 10 ms trips the watchdog');
+like($err, qr/HINT: .*re-calibrates the TSC later and uses it again once it proves stable/,
+	'its HINT says the TSC may come back');
+my $r = tsc_row();
+is("$r->{available}$r->{in_use}/$r->{failures}/$r->{recal}", 'ff/1/0',
+	'the TSC is off, one failure, nothing re-calibrated yet');
+is(log_count(qr/LOG:  timing_source: the per-query watchdog stopped the TSC\n.*DETAIL:  The per-query watchdog found the TSC, at $half kHz/),
+	1, 'the server log has the trip once, with the finding');
+is(log_count(qr/WARNING:  timing_source: the TSC and the system clock disagree/), 0,
+	'and not the client\'s WARNING besides');
+
+# two calibrations that disagree (10% below, 10% above)
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}/$r->{available}", '1/0/f', 'a first re-calibration alone changes nothing');
+set_cal(int($khz * 1.1));
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}/$r->{available}", '2/0/f', 'a second that disagrees keeps the TSC off');
+like($r->{reason}, qr/^The per-query watchdog found the TSC, at $half kHz/, 'reason_unusable is still the trip');
+like(tsc_refused(), qr/ERROR:  invalid value for parameter "timing_clock_source": "tsc"\nDETAIL:  The per-query watchdog found the TSC/,
+	"an explicit 'tsc' is refused meanwhile, with the trip's finding");
+
+# two that agree on a wrong rate: probation, failed by the next checked query
+set_cal($half);
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}", '3/0', 'the first at the new value disagrees with the one before');
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}/$r->{available}/$r->{khz}", "4/1/f/$half",
+	'two that agree put the TSC on probation at their frequency, still off');
+like($r->{reason}, qr/^The TSC is on probation after the per-query watchdog stopped it: two calibrations agreed on $half kHz, and it is used again once 3 timed queries in a row pass the watchdog \(0 so far\)\.$/,
+	'reason_unusable says it is on probation');
+like(tsc_refused(), qr/DETAIL:  The TSC is on probation/, "'tsc' is refused on probation");
+is(log_count(qr/LOG:  timing_source: two calibrations after the watchdog trip agree on a TSC frequency of $half kHz/),
+	1, 'the agreement is logged once');
+my $calls = $r->{calls};
+($ms, $err) = sleep_plan(0.05);
+is($err, '', 'a query checked on probation warns no client: its nodes were on the system clock');
+cmp_ok(abs($ms - 50), '<', 10, "and its times are right ($ms ms for 50 ms)");
+$r = tsc_row();
+is("$r->{failures}/$r->{available}/$r->{recovered}", '2/f/0', 'the wrong rate fails probation');
+is($r->{calls}, $calls, 'no node was timed with the TSC on probation');
+like($r->{reason}, qr/^On probation after a watchdog trip, the per-query watchdog found the TSC, at $half kHz/,
+	'reason_unusable gives the probation\'s failure');
+is(log_count(qr/LOG:  timing_source: the TSC failed the watchdog on probation and stays off/), 1,
+	'which is logged once');
+
+# two that agree on the real rate: probation, passed after three checks
+set_cal($khz);
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}", '5/1', 'after a failed probation, a first calibration again');
+$r = next_recalibration();
+is("$r->{recal}/$r->{agreed}/$r->{available}/$r->{khz}", "6/2/f/$khz", 'two agree on the real rate: probation');
+my $checks = $r->{checks};
+my $n = 0;
+for my $try (1 .. 10)
+{
+	($ms, $err) = sleep_plan(0.05);
+	is($err, '', 'no warning on probation') if $try == 1;
+	$r = tsc_row();
+	$n = $r->{checks} - $checks;
+	last if $n >= 3;
+	is($r->{available}, 'f', "still off after $n passed check(s)");
+}
+is("$n/$r->{failures}/$r->{recovered}", '3/2/1', 'used again after exactly three passed checks, counted');
+is("$r->{available}$r->{in_use}/$r->{khz}", "tt/$khz", 'the TSC is in use again, at the new frequency');
+is($r->{reason}, '', 'no reason_unusable');
+like($r->{source}, qr/re-calibration after a watchdog trip$/, 'frequency_source says where the frequency came from');
+is(log_count(qr/LOG:  timing_source: the TSC is used again, at $khz kHz\n.*DETAIL:  Two calibrations agreed on that frequency after the watchdog trip, and 3 timed queries in a row passed the watchdog at it\./),
+	1, 'the return is logged once');
+is(log_count(qr/LOG:  timing_source: the per-query watchdog stopped the TSC/), 1, 'the trip still once');
+is(log_count(qr/LOG:  timing_source: two calibrations after the watchdog trip agree/), 2,
+	'each agreement once');
+
+# from then on: right times with the TSC, 'tsc' accepted, workers too
+$calls = $r->{calls};
+my $best = 1e9;
+for (1 .. 3)
+{
+	($ms, $err) = sleep_plan(0.05);
+	$best = $ms if abs($ms - 50) < abs($best - 50);
+	is($err, '', 'no warning once trusted again') if $_ == 1;
+}
+cmp_ok(abs($best - 50), '<', 5, "times are right ($best ms for 50 ms, best of 3)");
+$r = tsc_row();
+cmp_ok($r->{calls}, '>', $calls, 'with nodes timed with the TSC');
+is("$r->{failures}/$r->{recovered}", '2/1', 'and no further failure');
+is(tsc_refused(), '', "an explicit 'tsc' is accepted again");
+
+$node->safe_psql('postgres', 'CREATE TABLE p AS SELECT g FROM generate_series(1, 2000) g; VACUUM ANALYZE p');
+my $out = $node->safe_psql('postgres', q{
+	SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = off;
+	SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;
+	SELECT tsc_timed_calls FROM timing_source_tsc();
+	EXPLAIN (ANALYZE, COSTS OFF) SELECT count(*) FROM p;
+	SELECT tsc_timed_calls FROM timing_source_tsc();});
+my @lines = split /\n/, $out;
+like($out, qr/Workers Launched: [1-9]/, 'a parallel query after the recovery');
+cmp_ok($lines[-1] - $lines[0], '>=', 2000, 'its workers time with the TSC, at the leader\'s new frequency');
+$node->stop;
+
+done_testing();
