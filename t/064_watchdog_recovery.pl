@@ -12,7 +12,8 @@
 #   - two that agree on the real rate put it on probation, and after
 #     exactly three checked queries it is used again at that frequency, in
 #     new sessions and by parallel workers, with right times;
-#   - every event is counted and logged once.
+#   - every event is counted and logged once;
+#   - loaded on demand, the same happens within one session.
 #
 # Where the TSC is unusable (the *_notsc run) nothing trips, nothing is
 # re-calibrated, and the seams change nothing.
@@ -123,6 +124,7 @@ set_cal(int($khz * 0.9));
 
 if (!$tsc)
 {
+	my $reason = tsc_row()->{reason};
 	my ($ms, $err) = sleep_plan(0.05);
 	is($err, '', 'no watchdog warning without the TSC');
 	$node->safe_psql('postgres', 'EXPLAIN (ANALYZE) SELECT 1') for 1 .. 3;
@@ -131,6 +133,8 @@ if (!$tsc)
 	my $r = tsc_row();
 	is("$r->{failures}/$r->{recal}/$r->{agreed}/$r->{recovered}", '0/0/0/0',
 		'nothing fails, nothing is re-calibrated or recovered');
+	is("$r->{available}/$r->{reason}", "f/$reason",
+		'and the TSC stays unusable for its own reason');
 	$node->stop;
 	done_testing();
 	exit 0;
@@ -237,5 +241,46 @@ my @lines = split /\n/, $out;
 like($out, qr/Workers Launched: [1-9]/, 'a parallel query after the recovery');
 cmp_ok($lines[-1] - $lines[0], '>=', 2000, 'its workers time with the TSC, at the leader\'s new frequency');
 $node->stop;
+
+# Loaded on demand, not preloaded: the same recovery, within one session
+# (the state is the process's own)
+$node->append_conf('postgresql.conf', "shared_preload_libraries = ''");
+set_cal($khz);
+{
+	local $ENV{TIMING_SOURCE_TEST_KHZ} = $half;
+	local $ENV{TIMING_SOURCE_TEST_RECOVER_MS} = 200;
+	local $ENV{TIMING_SOURCE_TEST_CAL_KHZ_FILE} = $cal_file;
+	$node->start;
+}
+my $s = $node->background_psql('postgres', on_error_stop => 0);
+my $row_of = sub {
+	my $o = $s->query(q{SELECT concat_ws('|', available, frequency_khz, watchdog_failures,
+		recalibrations, recalibrations_agreed, watchdog_recoveries) FROM timing_source_tsc()});
+	chomp $o;
+	return $o;
+};
+is($row_of->(), "t|$half|0|0|0|0", 'loaded in a session, at the wrong frequency');
+$s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT pg_sleep(0.05)');
+like($s->{stderr}, qr/timing_source has stopped using the TSC in this session\./, 'the trip stops it in this session');
+is($row_of->(), "f|$half|1|0|0|0", 'counted in this session');
+my $other = $node->safe_psql('postgres', q{SELECT concat_ws('|', available, watchdog_failures) FROM timing_source_tsc()});
+is($other, 't|0', 'another session is not affected');
+for (1 .. 120)
+{
+	last if $row_of->() =~ /\|2\|\d+\|\d+$/;	# two re-calibrations
+	sleep 0.25;
+	$s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT 1');
+}
+is($row_of->(), "f|$khz|1|2|1|0", 'two re-calibrations in the session agree: probation');
+for (1 .. 10)
+{
+	$s->query('EXPLAIN (ANALYZE, COSTS OFF) SELECT pg_sleep(0.05)');
+	last if $row_of->() =~ /^t/;
+}
+is($row_of->(), "t|$khz|1|2|1|1", 'passed checks later the session uses the TSC again, at the new frequency');
+$s->quit;
+$node->stop;
+like(slurp_file($node->logfile), qr/LOG:  timing_source: the TSC is used again, at $khz kHz/,
+	'logged as when preloaded');
 
 done_testing();
