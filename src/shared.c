@@ -176,10 +176,8 @@ calibrations_agree(uint64 khz1, double ppm1, uint64 khz2, double ppm2)
 
 /* the next wait after a failed attempt: doubled, within the bounds */
 static int64
-longer_backoff(int64 us)
+longer_backoff(int64 us, int64 base)
 {
-	int64		base = ts_recover_interval_us();
-
 	if (us < base)
 		return base;
 	return Min(us * 2, base * TS_RECOVER_MAX_BACKOFF);
@@ -219,14 +217,16 @@ ts_shared_distrust(const char *reason, uint32 generation)
 {
 	bool		changed = false;
 
+	/* no system call under the spinlock */
+	TimestampTz now = GetCurrentTimestamp();
+	int64		base = ts_recover_interval_us();
+
 	SpinLockAcquire(&state->mutex);
 	if (pg_atomic_read_u32(&state->generation) == generation &&
 		state->phase != TS_TSC_DISTRUSTED)
 	{
-		TimestampTz now = GetCurrentTimestamp();
-
 		state->backoff_us = state->phase == TS_TSC_PROBATION ?
-			longer_backoff(state->backoff_us) : ts_recover_interval_us();
+			longer_backoff(state->backoff_us, base) : base;
 		state->next_try = now + state->backoff_us;
 		state->phase = TS_TSC_DISTRUSTED;
 		state->cand_khz = 0;
@@ -274,6 +274,8 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 					   double ppm, uint64 *cand_khz)
 {
 	TsRecalResult res = TS_RECAL_STALE;
+	TimestampTz now = GetCurrentTimestamp();
+	int64		base = ts_recover_interval_us();
 
 	SpinLockAcquire(&state->mutex);
 	if (pg_atomic_read_u32(&state->generation) == generation &&
@@ -308,8 +310,8 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 		}
 		if (res == TS_RECAL_NOT_CONVERGED || res == TS_RECAL_DISAGREED)
 		{
-			state->backoff_us = longer_backoff(state->backoff_us);
-			state->next_try = GetCurrentTimestamp() + state->backoff_us;
+			state->backoff_us = longer_backoff(state->backoff_us, base);
+			state->next_try = now + state->backoff_us;
 		}
 	}
 	SpinLockRelease(&state->mutex);
