@@ -140,7 +140,13 @@ ts_distrust_tsc(const char *reason, uint32 generation)
 {
 	bool		changed = ts_shared_distrust(reason, generation);
 
-	if (tsclock_info.usable)
+	/*
+	 * A finding the shared state ignored as stale (this process has already
+	 * taken up a newer state, say a nested query's) is no reason to stop
+	 * the TSC here: nothing would ever bring it back, this process's
+	 * generation being the shared one.
+	 */
+	if (tsclock_info.usable && (changed || generation == ts_tsc_generation))
 	{
 		/* keeps mult: queries bound before this point still convert with it */
 		tsclock_set_unusable(&tsclock_info, reason);

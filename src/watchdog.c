@@ -51,6 +51,9 @@ typedef struct TsWatch
 	TsQueryEntry entry;			/* must be first */
 	bool		probation;		/* nodes on the system clock, TSC on trial */
 	uint32		generation;		/* of the shared state at the start */
+	uint64		khz;			/* the frequency and multiplier at the start: */
+	uint64		mult;			/* a new one taken up meanwhile is not this
+								 * watch's */
 	TsBracket	start;
 } TsWatch;
 
@@ -99,6 +102,8 @@ ts_clock_query_start(QueryDesc *queryDesc, List *timed)
 		return;
 	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
 	w->generation = ts_tsc_generation;
+	w->khz = tsclock_info.khz;
+	w->mult = tsclock_info.mult;
 	ts_watch_read(&w->start);
 }
 
@@ -116,6 +121,8 @@ ts_clock_probation_start(QueryDesc *queryDesc)
 	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
 	w->probation = true;
 	w->generation = ts_tsc_generation;
+	w->khz = tsclock_info.khz;
+	w->mult = tsclock_info.mult;
 	ts_watch_read(&w->start);
 }
 
@@ -140,7 +147,7 @@ ts_clock_tsc_queries_running(void)
 static void
 ts_probation_verdict(TsWatch *w, bool failed, double diff_pct, int64 sys_ns)
 {
-	uint64		khz = tsclock_info.khz;
+	uint64		khz = w->khz;
 
 	if (failed)
 	{
@@ -184,7 +191,7 @@ ts_watch_end(TsWatch *w)
 	 * checked.
 	 */
 	if (tsclock_read_fast() - start->tsc <
-		(uint64) tsclock_info.khz * (TS_WATCHDOG_MIN_NS / 2) / 1000000)
+		w->khz * (TS_WATCHDOG_MIN_NS / 2) / 1000000)
 	{
 		ts_query_remove(&w->entry);
 		return;
@@ -203,29 +210,37 @@ ts_watch_end(TsWatch *w)
 	 * brackets are too wide to judge TS_WATCHDOG_MAX_PCT is not a check at
 	 * all.
 	 */
-	slack_ns = (double) tsclock_ticks_to_ns((start->width + end.width) / 2) + 2.0;
+	slack_ns = (double) tsclock_ticks_to_ns_mult((start->width + end.width) / 2,
+												 w->mult) + 2.0;
 	if (slack_ns > sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0) / 2)
 		return;
 
 	tsc_ns = end.tsc >= start->tsc ?
-		(double) tsclock_ticks_to_ns(end.tsc - start->tsc) : -1.0;
+		(double) tsclock_ticks_to_ns_mult(end.tsc - start->tsc, w->mult) : -1.0;
 	diff_pct = (tsc_ns - (double) sys_ns) / (double) sys_ns * 100.0;
 	failed = tsc_ns < 0 ||
 		fabs(tsc_ns - (double) sys_ns) - slack_ns >
 		(double) sys_ns * (TS_WATCHDOG_MAX_PCT / 100.0);
 
-	ts_stats_watchdog(failed);
 	if (w->probation)
 	{
+		/*
+		 * A probation that ended while this query ran judged another
+		 * frequency, or none: not a check of anything.
+		 */
+		if (w->generation != ts_shared_generation())
+			return;
+		ts_stats_watchdog(failed);
 		ts_probation_verdict(w, failed, diff_pct, sys_ns);
 		return;
 	}
+	ts_stats_watchdog(failed);
 	if (!failed)
 		return;
 
 	snprintf(reason, sizeof(reason),
 			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
-			 (unsigned long long) tsclock_info.khz, diff_pct, sys_ns / 1e6);
+			 (unsigned long long) w->khz, diff_pct, sys_ns / 1e6);
 	if (ts_distrust_tsc(reason, w->generation))
 		ereport(LOG_SERVER_ONLY,
 				(errmsg("timing_source: the per-query watchdog stopped the TSC"),
@@ -240,7 +255,7 @@ ts_watch_end(TsWatch *w)
 					fabs(diff_pct)),
 			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
 					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
-					   sys_ns / 1e6, (unsigned long long) tsclock_info.khz,
+					   sys_ns / 1e6, (unsigned long long) w->khz,
 					   tsc_ns / 1e6,
 					   ts_shared_is_shared() ? "in every session" :
 					   "in this session"),
