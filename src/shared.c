@@ -37,6 +37,7 @@ typedef struct TsSharedState
 {
 	pg_atomic_uint32 generation;
 	slock_t		mutex;			/* protects the fields below it */
+	uint32		freq_generation;	/* bumped only when khz changes */
 	TsTscPhase	phase;
 	uint64		khz;			/* frequency of a recovered or probation
 								 * phase; 0: the one detected at startup */
@@ -67,6 +68,7 @@ init_state(TsSharedState *s)
 {
 	pg_atomic_init_u32(&s->generation, 0);
 	SpinLockInit(&s->mutex);
+	s->freq_generation = 0;
 	s->phase = TS_TSC_TRUSTED;
 	s->khz = 0;
 	s->reason[0] = '\0';
@@ -200,6 +202,7 @@ ts_shared_snapshot(TsTscShared *snap)
 {
 	SpinLockAcquire(&state->mutex);
 	snap->generation = pg_atomic_read_u32(&state->generation);
+	snap->freq_generation = state->freq_generation;
 	snap->phase = state->phase;
 	snap->khz = state->khz;
 	snap->passes = state->passes;
@@ -207,13 +210,28 @@ ts_shared_snapshot(TsTscShared *snap)
 	SpinLockRelease(&state->mutex);
 }
 
+uint32
+ts_shared_freq_generation(void)
+{
+	uint32		g;
+
+	SpinLockAcquire(&state->mutex);
+	g = state->freq_generation;
+	SpinLockRelease(&state->mutex);
+	return g;
+}
+
 /*
  * A watchdog trip.  True when this one stopped a trusted TSC or ended a
- * probation (the event to log); a trip at a frequency that is no longer
- * the current one (a query that started before a change) changes nothing.
+ * probation (the event to log).  A trip at a frequency that is no longer
+ * the current one (a query that started before a change) changes nothing;
+ * one at the current frequency counts even if the phase moved on since
+ * the query started: a probation check that started before the last pass
+ * and failed after it failed the frequency now trusted.
  */
 bool
-ts_shared_distrust(const char *reason, uint32 generation)
+ts_shared_distrust(const char *reason, uint32 generation,
+				   uint32 freq_generation)
 {
 	bool		changed = false;
 
@@ -222,8 +240,9 @@ ts_shared_distrust(const char *reason, uint32 generation)
 	int64		base = ts_recover_interval_us();
 
 	SpinLockAcquire(&state->mutex);
-	if (pg_atomic_read_u32(&state->generation) == generation &&
-		state->phase != TS_TSC_DISTRUSTED)
+	if (state->phase != TS_TSC_DISTRUSTED &&
+		(pg_atomic_read_u32(&state->generation) == generation ||
+		 state->freq_generation == freq_generation))
 	{
 		state->backoff_us = state->phase == TS_TSC_PROBATION ?
 			longer_backoff(state->backoff_us, base) : base;
@@ -296,6 +315,7 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 		else if (calibrations_agree(state->cand_khz, state->cand_ppm, khz, ppm))
 		{
 			state->khz = (state->cand_khz + khz + 1) / 2;
+			state->freq_generation++;
 			state->cand_khz = 0;
 			state->passes = 0;
 			state->phase = TS_TSC_PROBATION;

@@ -134,11 +134,12 @@ ts_session_setting(void)
 /* this process's view of the shared phase (shared.c) */
 TsTscPhase	ts_tsc_phase = TS_TSC_TRUSTED;
 uint32		ts_tsc_generation = 0;
+uint32		ts_tsc_freq_generation = 0;
 
 bool
-ts_distrust_tsc(const char *reason, uint32 generation)
+ts_distrust_tsc(const char *reason, uint32 generation, uint32 freq_generation)
 {
-	bool		changed = ts_shared_distrust(reason, generation);
+	bool		changed = ts_shared_distrust(reason, generation, freq_generation);
 
 	/*
 	 * A finding the shared state ignored as stale (this process has already
@@ -220,6 +221,7 @@ ts_adopt_shared(void)
 
 	ts_tsc_phase = snap.phase;
 	ts_tsc_generation = snap.generation;
+	ts_tsc_freq_generation = snap.freq_generation;
 }
 
 void

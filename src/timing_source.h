@@ -81,7 +81,8 @@ extern bool ts_node_wrappers;
  * Queries already bound keep it.  True when this was the trip that
  * stopped it (false: already stopped, or a check of an older generation).
  */
-extern bool ts_distrust_tsc(const char *reason, uint32 generation);
+extern bool ts_distrust_tsc(const char *reason, uint32 generation,
+							uint32 freq_generation);
 
 /*
  * Make sure this session's parallel workers will see this process's TSC
@@ -140,6 +141,7 @@ typedef enum TsTscPhase
 typedef struct TsTscShared
 {
 	uint32		generation;
+	uint32		freq_generation;	/* bumped only when the frequency changes */
 	TsTscPhase	phase;
 	uint64		khz;			/* 0: the frequency detected at startup */
 	int			passes;
@@ -160,7 +162,9 @@ extern int64 ts_recover_interval_us(void);
 
 extern uint32 ts_shared_generation(void);
 extern void ts_shared_snapshot(TsTscShared *snap);
-extern bool ts_shared_distrust(const char *reason, uint32 generation);
+extern bool ts_shared_distrust(const char *reason, uint32 generation,
+							   uint32 freq_generation);
+extern uint32 ts_shared_freq_generation(void);
 extern bool ts_shared_claim_recalibration(uint32 *generation);
 extern TsRecalResult ts_shared_recalibrated(uint32 generation, bool converged,
 											uint64 khz, double ppm,
@@ -173,6 +177,7 @@ extern bool ts_shared_probation_passed(uint32 generation);
  */
 extern TsTscPhase ts_tsc_phase;
 extern uint32 ts_tsc_generation;
+extern uint32 ts_tsc_freq_generation;
 
 /*
  * At the start of a query the extension may time: when the TSC is

@@ -51,6 +51,7 @@ typedef struct TsWatch
 	TsQueryEntry entry;			/* must be first */
 	bool		probation;		/* nodes on the system clock, TSC on trial */
 	uint32		generation;		/* of the shared state at the start */
+	uint32		freq_generation;	/* of its frequency */
 	uint64		khz;			/* the frequency and multiplier at the start: */
 	uint64		mult;			/* a new one taken up meanwhile is not this
 								 * watch's */
@@ -102,6 +103,7 @@ ts_clock_query_start(QueryDesc *queryDesc, List *timed)
 		return;
 	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
 	w->generation = ts_tsc_generation;
+	w->freq_generation = ts_tsc_freq_generation;
 	w->khz = tsclock_info.khz;
 	w->mult = tsclock_info.mult;
 	ts_watch_read(&w->start);
@@ -121,6 +123,7 @@ ts_clock_probation_start(QueryDesc *queryDesc)
 	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
 	w->probation = true;
 	w->generation = ts_tsc_generation;
+	w->freq_generation = ts_tsc_freq_generation;
 	w->khz = tsclock_info.khz;
 	w->mult = tsclock_info.mult;
 	ts_watch_read(&w->start);
@@ -156,7 +159,7 @@ ts_probation_verdict(TsWatch *w, bool failed, double diff_pct, int64 sys_ns)
 		snprintf(reason, sizeof(reason),
 				 "On probation after a watchdog trip, the per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
 				 (unsigned long long) khz, diff_pct, sys_ns / 1e6);
-		if (ts_distrust_tsc(reason, w->generation))
+		if (ts_distrust_tsc(reason, w->generation, w->freq_generation))
 			ereport(LOG,
 					(errmsg("timing_source: the TSC failed the watchdog on probation and stays off"),
 					 errdetail("%s", reason),
@@ -225,10 +228,10 @@ ts_watch_end(TsWatch *w)
 	if (w->probation)
 	{
 		/*
-		 * A probation that ended while this query ran judged another
-		 * frequency, or none: not a check of anything.
+		 * A watch at a frequency that is no longer the one on trial or in
+		 * use checked nothing that still matters.
 		 */
-		if (w->generation != ts_shared_generation())
+		if (w->freq_generation != ts_shared_freq_generation())
 			return;
 		ts_stats_watchdog(failed);
 		ts_probation_verdict(w, failed, diff_pct, sys_ns);
@@ -241,7 +244,7 @@ ts_watch_end(TsWatch *w)
 	snprintf(reason, sizeof(reason),
 			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
 			 (unsigned long long) w->khz, diff_pct, sys_ns / 1e6);
-	if (ts_distrust_tsc(reason, w->generation))
+	if (ts_distrust_tsc(reason, w->generation, w->freq_generation))
 		ereport(LOG_SERVER_ONLY,
 				(errmsg("timing_source: the per-query watchdog stopped the TSC"),
 				 errdetail("%s", reason),
