@@ -1039,8 +1039,11 @@ tsclock_apply_env(TsClockInfo *info)
  * frequency a calibration measured, read afresh at each calibration, so
  * that a test can make the re-calibrations after a watchdog trip agree, or
  * not, on a rate of its choosing while the server runs.  The measured
- * error bound and convergence are kept.  A missing file or another value
- * changes nothing.
+ * error bound and convergence are kept, unless a second number follows:
+ * then the calibration converged with that bound (ppm, at most
+ * TSCLOCK_CAL_ACCEPT_PPM), so that a test does not depend on a real
+ * calibration converging on a loaded machine.  A missing file or another
+ * value changes nothing.
  */
 bool
 tsclock_apply_test_calibration(const TsClockInfo *info, TsCalibration *cal)
@@ -1048,6 +1051,8 @@ tsclock_apply_test_calibration(const TsClockInfo *info, TsCalibration *cal)
 	const char *path = getenv("TIMING_SOURCE_TEST_CAL_KHZ_FILE");
 	FILE	   *f;
 	unsigned long long khz;
+	double		ppm = -1;
+	int			n;
 	bool		ok;
 
 	if (path == NULL || path[0] == '\0')
@@ -1055,13 +1060,20 @@ tsclock_apply_test_calibration(const TsClockInfo *info, TsCalibration *cal)
 	f = fopen(path, "r");
 	if (f == NULL)
 		return false;
-	ok = fscanf(f, "%llu", &khz) == 1 &&
-		khz >= tsclock_min_khz(info) && khz <= tsclock_max_khz(info);
+	n = fscanf(f, "%llu %lf", &khz, &ppm);
+	ok = n >= 1 &&
+		khz >= tsclock_min_khz(info) && khz <= tsclock_max_khz(info) &&
+		(n == 1 || (ppm >= 0 && ppm <= TSCLOCK_CAL_ACCEPT_PPM));
 	fclose(f);
 	if (!ok)
 		return false;
 	cal->khz = khz;
 	cal->hz = (double) khz * 1000.0;
+	if (n == 2)
+	{
+		cal->converged = true;
+		cal->uncertainty_ppm = ppm;
+	}
 	return true;
 }
 

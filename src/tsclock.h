@@ -316,9 +316,9 @@ extern void tsclock_set_unusable(TsClockInfo *info, const char *reason);
 extern void tsclock_restore(TsClockInfo *info, uint64_t khz);
 
 /*
- * Test seam: replace a calibration's frequency by the value in the file
- * TIMING_SOURCE_TEST_CAL_KHZ_FILE names, read at each call; true if it
- * did
+ * Test seam: replace a calibration's frequency (and, given, its bound,
+ * converged) by the values in the file TIMING_SOURCE_TEST_CAL_KHZ_FILE
+ * names, read at each call; true if it did
  */
 extern bool tsclock_apply_test_calibration(const TsClockInfo *info,
 										   TsCalibration *cal);

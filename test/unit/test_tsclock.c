@@ -1103,6 +1103,23 @@ test_restore(void)
 	cal = cal_of(3e9);
 	ok(!tsclock_apply_test_calibration(&info, &cal) && cal.khz == 3000000,
 	   "seam: re-read at each call, a value outside the bounds changes nothing");
+	f = fopen(path, "w");
+	fprintf(f, "2600000 40\n");
+	fclose(f);
+	cal = cal_of(3e9);
+	cal.converged = false;
+	cal.uncertainty_ppm = 900;
+	ok(tsclock_apply_test_calibration(&info, &cal) && cal.khz == 2600000 &&
+	   cal.converged && cal.uncertainty_ppm == 40,
+	   "seam: a second number makes the calibration converged with that bound");
+	f = fopen(path, "w");
+	fprintf(f, "2600000 %.0f\n", TSCLOCK_CAL_ACCEPT_PPM + 1);
+	fclose(f);
+	cal = cal_of(3e9);
+	cal.converged = false;
+	ok(!tsclock_apply_test_calibration(&info, &cal) && cal.khz == 3000000 &&
+	   !cal.converged,
+	   "seam: a bound above the acceptance changes nothing");
 	unlink(path);
 	ok(!tsclock_apply_test_calibration(&info, &cal) && cal.khz == 3000000,
 	   "seam: a missing file changes nothing");
