@@ -947,6 +947,24 @@ timing_source_report(PG_FUNCTION_ARGS)
 		report_line(&rs, "timing_clock_source in this session: %s", setting);
 
 	/*
+	 * 15-18: the watchdog and the recovery after its trips, once there was
+	 * a trip (19's clock and its trust are core's).
+	 */
+	if (!ts_core_owns_setting)
+	{
+		TsStats		stats;
+
+		ts_stats_read(&stats);
+		if (stats.watchdog_failures > 0)
+			report_line(&rs, "Watchdog: %llu checks, %llu failures; after the trips: %llu re-calibrations, %llu agreeing, the TSC used again %llu time(s)",
+						(unsigned long long) stats.watchdog_checks,
+						(unsigned long long) stats.watchdog_failures,
+						(unsigned long long) stats.recalibrations,
+						(unsigned long long) stats.recalibrations_agreed,
+						(unsigned long long) stats.recoveries);
+	}
+
+	/*
 	 * On 19+ core times the plan nodes with its own TSC frequency, which
 	 * may differ from the one detected here: say which one EXPLAIN uses.
 	 */

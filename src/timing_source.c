@@ -195,14 +195,17 @@ ts_adopt_shared(void)
 
 	if (snap.phase == TS_TSC_DISTRUSTED)
 	{
-		if (tsclock_info.usable || ts_tsc_phase != TS_TSC_DISTRUSTED)
-			tsclock_set_unusable(&tsclock_info, snap.reason);
+		/*
+		 * Also when already off here: the reason is the new trip's, not
+		 * the one this process had (a failed probation after it was held
+		 * back, say).
+		 */
+		tsclock_set_unusable(&tsclock_info, snap.reason);
 	}
 	else if (ts_clock_tsc_queries_running())
 	{
-		if (tsclock_info.usable)
-			tsclock_set_unusable(&tsclock_info,
-								 "The TSC has a new frequency, taken up once this session's queries timed with the old one have ended.");
+		tsclock_set_unusable(&tsclock_info,
+							 "The TSC has a new frequency, taken up once this session's queries timed with the old one have ended.");
 		return;
 	}
 	else if (snap.phase == TS_TSC_PROBATION)
@@ -248,7 +251,7 @@ ts_recover_tick(void)
 								   cal.uncertainty_ppm, &cand_khz))
 	{
 		case TS_RECAL_AGREED:
-			ereport(LOG,
+			ereport(LOG_SERVER_ONLY,
 					(errmsg("timing_source: two calibrations after the watchdog trip agree on a TSC frequency of %llu kHz",
 							(unsigned long long) ((cand_khz + cal.khz + 1) / 2)),
 					 errdetail("They measured %llu kHz and %llu kHz%s. The TSC is on probation: it is used again once %d timed queries in a row pass the watchdog at that frequency.",
@@ -288,7 +291,13 @@ ts_refresh(void)
 	if (IsParallelWorker())
 		return;
 	ts_ensure_detected();
-	ts_adopt_shared();
+
+	/*
+	 * Not in the postmaster (a check hook at a reload): it must stay clear
+	 * of shared memory's locks, and has no query whose clock to decide.
+	 */
+	if (IsUnderPostmaster || !IsPostmasterEnvironment)
+		ts_adopt_shared();
 
 	now = GetCurrentTimestamp();
 	if (PgReloadTime != seen_reload_time ||

@@ -160,13 +160,13 @@ ts_probation_verdict(TsWatch *w, bool failed, double diff_pct, int64 sys_ns)
 				 "On probation after a watchdog trip, the per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
 				 (unsigned long long) khz, diff_pct, sys_ns / 1e6);
 		if (ts_distrust_tsc(reason, w->generation, w->freq_generation))
-			ereport(LOG,
+			ereport(LOG_SERVER_ONLY,
 					(errmsg("timing_source: the TSC failed the watchdog on probation and stays off"),
 					 errdetail("%s", reason),
 					 errhint("timing_source re-calibrates it again later, waiting longer each time.")));
 	}
 	else if (ts_shared_probation_passed(w->generation))
-		ereport(LOG,
+		ereport(LOG_SERVER_ONLY,
 				(errmsg("timing_source: the TSC is used again, at %llu kHz",
 						(unsigned long long) khz),
 				 errdetail("Two calibrations agreed on that frequency after the watchdog trip, and %d timed queries in a row passed the watchdog at it.",
@@ -183,7 +183,9 @@ ts_watch_end(TsWatch *w)
 	double		tsc_ns,
 				slack_ns,
 				diff_pct;
-	bool		failed;
+	bool		failed,
+				changed,
+				stale;
 	char		reason[256];
 
 	/*
@@ -244,7 +246,9 @@ ts_watch_end(TsWatch *w)
 	snprintf(reason, sizeof(reason),
 			 "The per-query watchdog found the TSC, at %llu kHz, %+.1f%% off the system clock over a query of %.1f ms.",
 			 (unsigned long long) w->khz, diff_pct, sys_ns / 1e6);
-	if (ts_distrust_tsc(reason, w->generation, w->freq_generation))
+	changed = ts_distrust_tsc(reason, w->generation, w->freq_generation);
+	stale = !changed && w->freq_generation != ts_shared_freq_generation();
+	if (changed)
 		ereport(LOG_SERVER_ONLY,
 				(errmsg("timing_source: the per-query watchdog stopped the TSC"),
 				 errdetail("%s", reason),
@@ -257,11 +261,13 @@ ts_watch_end(TsWatch *w)
 			 errmsg("timing_source: the TSC and the system clock disagree by %.1f%% over this query",
 					fabs(diff_pct)),
 			 errdetail("The system clock measured %.3f ms and the TSC, at %llu kHz, %.3f ms. "
-					   "This query's per-node times are suspect. timing_source has stopped using the TSC %s.",
+					   "This query's per-node times are suspect. %s",
 					   sys_ns / 1e6, (unsigned long long) w->khz,
 					   tsc_ns / 1e6,
-					   ts_shared_is_shared() ? "in every session" :
-					   "in this session"),
+					   stale ? "The query started before the TSC's frequency changed, and the new one is not affected." :
+					   ts_shared_is_shared() ?
+					   "timing_source has stopped using the TSC in every session." :
+					   "timing_source has stopped using the TSC in this session."),
 			 errhint("The TSC frequency in use is wrong, or the TSC's rate changed (for example after a virtual machine moved to another host). "
 					 "timing_source re-calibrates the TSC later and uses it again once it proves stable; timing_source_tsc() shows the watchdog's counts.")));
 }

@@ -63,15 +63,35 @@ sub set_cal
 }
 
 # EXPLAIN (ANALYZE, FORMAT JSON) of pg_sleep(secs): (Result node total ms,
-# psql's stderr, Execution Time ms)
+# psql's stderr, Execution Time ms).  The client asks for LOG messages
+# (but not the statements' own, log_statement being 'all' in the test
+# cluster): the recovery's log lines are for the server log only, and must
+# not reach it.
+my $client_log = '-c client_min_messages=log -c log_statement=none';
 sub sleep_plan
 {
 	my ($secs) = @_;
+	local $ENV{PGOPTIONS} = $client_log;
 	my ($ret, $out, $err) = $node->psql('postgres',
 		"EXPLAIN (ANALYZE, FORMAT JSON) SELECT pg_sleep($secs)");
 	die "EXPLAIN failed: $err" if $ret != 0;
 	my $e = decode_json($out)->[0];
 	return ($e->{Plan}{'Actual Total Time'}, $err, $e->{'Execution Time'});
+}
+
+# sleep_plan in the session with the cursor: (node total ms, Execution Time ms)
+my $cur;
+sub cursor_sleep
+{
+	my $e = decode_json($cur->query_safe(
+		'EXPLAIN (ANALYZE, FORMAT JSON) SELECT pg_sleep(0.05)'))->[0];
+	return ($e->{Plan}{'Actual Total Time'}, $e->{'Execution Time'});
+}
+
+my $held_back = "The TSC has a new frequency, taken up once this session's queries timed with the old one have ended.";
+sub cursor_reason
+{
+	return $cur->query_safe('SELECT reason_unusable FROM timing_source_tsc()');
 }
 
 sub tsc_row
@@ -90,13 +110,18 @@ sub tsc_row
 
 # Timed queries too short for the watchdog, until one of them has run the
 # next re-calibration (the wait grows after each failed attempt)
+my $client_logs = '';
 sub next_recalibration
 {
 	my $before = tsc_row()->{recal};
 	for (1 .. 120)
 	{
 		sleep 0.25;
-		$node->safe_psql('postgres', 'EXPLAIN (ANALYZE, COSTS OFF) SELECT 1');
+		local $ENV{PGOPTIONS} = $client_log;
+		my ($ret, $out, $err) = $node->psql('postgres',
+			'EXPLAIN (ANALYZE, COSTS OFF) SELECT 1');
+		die "EXPLAIN failed: $err" if $ret != 0;
+		$client_logs .= $err;
 		my $r = tsc_row();
 		return $r if $r->{recal} > $before;
 	}
@@ -143,8 +168,25 @@ if (!$tsc)
 	exit 0;
 }
 
-# the trip
+# A session with a query timed with the TSC open across the whole recovery
+# (a cursor timed by auto_explain): that query's nodes convert with the
+# multiplier they started with, so the session may take up no new
+# frequency until it ends
+$cur = $node->background_psql('postgres', on_error_stop => 0);
+$cur->query_safe(q{LOAD 'auto_explain'; SET auto_explain.log_analyze = on;
+	SET auto_explain.log_timing = on; SET auto_explain.log_min_duration = 0});
+$cur->query_safe('BEGIN');
+$cur->query_safe('DECLARE c CURSOR FOR SELECT g FROM generate_series(1, 10) g');
+$cur->query_safe('FETCH 1 FROM c');
+is($cur->query_safe('SELECT in_use FROM timing_source_tsc()'), 't',
+	'a cursor is open in a session timing with the TSC');
+
+# the trip (the session with the cursor, whose queries auto_explain times,
+# asked at once: before the first re-calibration is due, which it could
+# run itself)
 my ($ms, $err) = sleep_plan(0.05);
+like(cursor_reason(), qr/^The per-query watchdog found the TSC, at $half kHz/,
+	'the session with the cursor has the trip for reason');
 like($err, qr/WARNING:  timing_source: the TSC and the system clock disagree by 100\.\d% over this query/,
 	'the first TSC-timed query over 10 ms trips the watchdog');
 like($err, qr/HINT: .*re-calibrates the TSC later and uses it again once it proves stable/,
@@ -174,6 +216,7 @@ is("$r->{recal}/$r->{agreed}", '3/0', 'the first at the new value disagrees with
 $r = next_recalibration();
 is("$r->{recal}/$r->{agreed}/$r->{available}/$r->{khz}", "4/1/f/$half",
 	'two that agree put the TSC on probation at their frequency, still off');
+is(cursor_reason(), $held_back, 'the session with the cursor is held back from the probation\'s frequency');
 like($r->{reason}, qr/^The TSC is on probation after the per-query watchdog stopped it: two calibrations agreed on $half kHz, and it is used again once 3 timed queries in a row pass the watchdog \(0 so far\)\.$/,
 	'reason_unusable says it is on probation');
 like(tsc_refused(), qr/DETAIL:  The TSC is on probation/, "'tsc' is refused on probation");
@@ -183,6 +226,8 @@ my $calls = $r->{calls};
 my $exec_ms;
 ($ms, $err, $exec_ms) = sleep_plan(0.05);
 is($err, '', 'a query checked on probation warns no client: its nodes were on the system clock');
+like(cursor_reason(), qr/^On probation after a watchdog trip, the per-query watchdog found the TSC, at $half kHz/,
+	'the held-back session takes up the failure\'s reason');
 # on the system clock the node is inside Execution Time, whatever the load;
 # on the TSC at half its rate it would read about twice as long
 ok($ms >= 49.9 && $ms <= $exec_ms,
@@ -203,15 +248,17 @@ $r = next_recalibration();
 is("$r->{recal}/$r->{agreed}/$r->{available}/$r->{khz}", "6/2/f/$khz", 'two agree on the real rate: probation');
 my $checks = $r->{checks};
 my $n = 0;
+my $probation_err = '';
 for my $try (1 .. 10)
 {
 	($ms, $err) = sleep_plan(0.05);
-	is($err, '', 'no warning on probation') if $try == 1;
+	$probation_err .= $err;
 	$r = tsc_row();
 	$n = $r->{checks} - $checks;
 	last if $n >= 3;
 	is($r->{available}, 'f', "still off after $n passed check(s)");
 }
+is($probation_err, '', 'no warning or log line reaches the clients on probation, the return\'s neither');
 is("$n/$r->{failures}/$r->{recovered}", '3/2/1', 'used again after exactly three passed checks, counted');
 is("$r->{available}$r->{in_use}/$r->{khz}", "tt/$khz", 'the TSC is in use again, at the new frequency');
 is($r->{reason}, '', 'no reason_unusable');
@@ -221,6 +268,8 @@ is(log_count(qr/LOG:  timing_source: the TSC is used again, at $khz kHz\n.*DETAI
 is(log_count(qr/LOG:  timing_source: the per-query watchdog stopped the TSC/), 1, 'the trip still once');
 is(log_count(qr/LOG:  timing_source: two calibrations after the watchdog trip agree/), 2,
 	'each agreement once');
+
+is($client_logs, '', 'no client asking for LOG messages got the re-calibrations\' lines');
 
 # from then on: right times with the TSC, 'tsc' accepted, workers too
 $calls = $r->{calls};
@@ -234,6 +283,36 @@ $r = tsc_row();
 cmp_ok($r->{calls}, '>', $calls, 'with nodes timed with the TSC');
 is("$r->{failures}/$r->{recovered}", '2/1', 'and no further failure');
 is(tsc_refused(), '', "an explicit 'tsc' is accepted again");
+$r = tsc_row();
+like($node->safe_psql('postgres', q{SELECT string_agg(r, E'\n') FROM timing_source_report(0.01) r}),
+	qr/^Watchdog: $r->{checks} checks, 2 failures; after the trips: 6 re-calibrations, 2 agreeing, the TSC used again 1 time\(s\)$/m,
+	'timing_source_report() has a line with the watchdog\'s and the recovery\'s counts');
+
+# the session with the cursor still open: held back on the system clock
+$calls = tsc_row()->{calls};
+($ms, $exec_ms) = cursor_sleep();
+my ($avail, $cur_calls, $cur_reason) = split /\|/,
+  $cur->query_safe(q{SELECT concat_ws('|', available, tsc_timed_calls, reason_unusable) FROM timing_source_tsc()});
+is("$avail/$cur_calls", "f/$calls",
+	'a session whose cursor was timed at the old frequency keeps its nodes off the TSC');
+is($cur_reason, $held_back, 'reason_unusable says why');
+ok($ms >= 49.9 && $ms <= $exec_ms,
+	"its times are right meanwhile ($ms ms for 50 ms, within $exec_ms ms)");
+$cur->query('CLOSE c');
+like($cur->{stderr}, qr/WARNING:  timing_source: the TSC and the system clock disagree by 100\.\d% over this query\n.*The query started before the TSC's frequency changed, and the new one is not affected\./,
+	'the cursor, timed at the old frequency, is found off at its end, and said to be stale');
+$cur->{stderr} = '';
+$cur->query_safe('COMMIT');
+($ms, $exec_ms) = cursor_sleep();
+($avail, $cur_calls) = split /\|/,
+  $cur->query_safe(q{SELECT concat_ws('|', available, tsc_timed_calls, frequency_khz) FROM timing_source_tsc()});
+is($avail, 't', 'once the cursor is closed, the session uses the TSC');
+cmp_ok($cur_calls, '>', $calls, 'its nodes are timed with it');
+ok($ms >= 49.9 && $ms <= $exec_ms,
+	"at the new frequency ($ms ms for 50 ms, within $exec_ms ms)");
+$cur->quit;
+is(log_count(qr/LOG:  timing_source: the per-query watchdog stopped the TSC/), 1,
+	'the cursor, checked at the old frequency at its end, is no new trip');
 
 $node->safe_psql('postgres', 'CREATE TABLE p AS SELECT g FROM generate_series(1, 2000) g; VACUUM ANALYZE p');
 my $out = $node->safe_psql('postgres', q{
@@ -244,7 +323,32 @@ my $out = $node->safe_psql('postgres', q{
 	SELECT tsc_timed_calls FROM timing_source_tsc();});
 my @lines = split /\n/, $out;
 like($out, qr/Workers Launched: [1-9]/, 'a parallel query after the recovery');
-cmp_ok($lines[-1] - $lines[0], '>=', 2000, 'its workers time with the TSC, at the leader\'s new frequency');
+cmp_ok($lines[-1] - $lines[0], '>=', 2000, 'its workers time with the TSC');
+
+# and at the leader's new frequency: each worker's scan sleeps 20 ms per
+# row it returns (pg_sleep is parallel safe; the CASE keeps it after the
+# cheaper test), so its time is at least that and, like every node, within
+# the Execution Time (system clock); at another frequency it would be off
+# by the factor between the two
+my $plan = decode_json($node->safe_psql('postgres', q{
+	SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = off;
+	SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0; SET min_parallel_table_scan_size = 0;
+	EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON)
+	  SELECT g FROM p
+	   WHERE CASE WHEN g % 500 = 0 THEN pg_sleep(0.02) IS NOT NULL END}))->[0];
+my ($scan) = grep { $_->{Workers} } @{ $plan->{Plan}{Plans} };
+my @w = $scan ? @{ $scan->{Workers} } : ();
+my ($sleeping, $bad) = (0, '');
+for (@w)
+{
+	my ($t, $rows) = ($_->{'Actual Total Time'}, $_->{'Actual Rows'});
+	$sleeping++ if $rows > 0;
+	$bad .= " worker $_->{'Worker Number'}: $t ms for $rows x 20 ms;"
+	  if $t < 20 * $rows - 0.1 || $t > $plan->{'Execution Time'};
+}
+ok(@w >= 1 && $sleeping >= 1 && $bad eq '',
+	'the workers\' times are right at the new frequency (' . scalar(@w)
+	  . " workers, $sleeping sleeping, Execution Time $plan->{'Execution Time'} ms)$bad");
 $node->stop;
 
 # Loaded on demand, not preloaded: the same recovery, within one session
