@@ -16,7 +16,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
 
 #include "miscadmin.h"
 #include "port/atomics.h"
@@ -47,6 +46,7 @@ typedef struct TsSharedState
 	int			passes;			/* watchdog checks passed on probation */
 	TimestampTz next_try;		/* no re-calibration before */
 	int64		backoff_us;		/* wait before the next one after a failure */
+	TimestampTz trusted_since;	/* the last return to the TSC, or 0 */
 	pg_atomic_uint64 watchdog_checks;
 	pg_atomic_uint64 watchdog_failures;
 	pg_atomic_uint64 tsc_calls;
@@ -77,6 +77,7 @@ init_state(TsSharedState *s)
 	s->passes = 0;
 	s->next_try = 0;
 	s->backoff_us = 0;
+	s->trusted_since = 0;
 	pg_atomic_init_u64(&s->watchdog_checks, 0);
 	pg_atomic_init_u64(&s->watchdog_failures, 0);
 	pg_atomic_init_u64(&s->tsc_calls, 0);
@@ -160,31 +161,6 @@ ts_stats_read(TsStats *stats)
 	stats->shared = state_is_shared;
 }
 
-/*
- * Whether two calibrations measured the same rate: they may differ by the
- * sum of their own error bounds, plus TSCLOCK_AGREE_MARGIN_PPM for a change
- * of the NTP slew of CLOCK_MONOTONIC between the two, which are an interval
- * apart.  Even the widest bound this allows (two calibrations at
- * TSCLOCK_CAL_ACCEPT_PPM) is far inside the watchdog's own tolerance.
- */
-static bool
-calibrations_agree(uint64 khz1, double ppm1, uint64 khz2, double ppm2)
-{
-	double		mean = ((double) khz1 + (double) khz2) / 2.0;
-	double		diff_ppm = fabs((double) khz1 - (double) khz2) / mean * 1e6;
-
-	return diff_ppm <= ppm1 + ppm2 + TSCLOCK_AGREE_MARGIN_PPM;
-}
-
-/* the next wait after a failed attempt: doubled, within the bounds */
-static int64
-longer_backoff(int64 us, int64 base)
-{
-	if (us < base)
-		return base;
-	return Min(us * 2, base * TS_RECOVER_MAX_BACKOFF);
-}
-
 static void
 bump_generation(void)
 {
@@ -244,8 +220,18 @@ ts_shared_distrust(const char *reason, uint32 generation,
 		(pg_atomic_read_u32(&state->generation) == generation ||
 		 state->freq_generation == freq_generation))
 	{
-		state->backoff_us = state->phase == TS_TSC_PROBATION ?
-			longer_backoff(state->backoff_us, base) : base;
+		/*
+		 * The wait grows after a failed probation, and after a trip soon
+		 * after a return: a TSC that keeps failing is re-judged less and
+		 * less often, each attempt costing a query wrong times.
+		 */
+		if (state->phase == TS_TSC_PROBATION)
+			state->backoff_us = tsclock_longer_backoff(state->backoff_us, base,
+													   TS_RECOVER_MAX_BACKOFF);
+		else
+			state->backoff_us = tsclock_trip_backoff(state->backoff_us, base,
+													 TS_RECOVER_MAX_BACKOFF,
+													 now - state->trusted_since);
 		state->next_try = now + state->backoff_us;
 		state->phase = TS_TSC_DISTRUSTED;
 		state->cand_khz = 0;
@@ -312,7 +298,7 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 			state->cand_ppm = ppm;
 			res = TS_RECAL_FIRST;
 		}
-		else if (calibrations_agree(state->cand_khz, state->cand_ppm, khz, ppm))
+		else if (tsclock_calibrations_agree(state->cand_khz, state->cand_ppm, khz, ppm))
 		{
 			state->khz = (state->cand_khz + khz + 1) / 2;
 			state->freq_generation++;
@@ -330,7 +316,8 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 		}
 		if (res == TS_RECAL_NOT_CONVERGED || res == TS_RECAL_DISAGREED)
 		{
-			state->backoff_us = longer_backoff(state->backoff_us, base);
+			state->backoff_us = tsclock_longer_backoff(state->backoff_us, base,
+												  TS_RECOVER_MAX_BACKOFF);
 			state->next_try = now + state->backoff_us;
 		}
 	}
@@ -352,6 +339,7 @@ bool
 ts_shared_probation_passed(uint32 generation)
 {
 	bool		restored = false;
+	TimestampTz now = GetCurrentTimestamp();
 
 	SpinLockAcquire(&state->mutex);
 	if (pg_atomic_read_u32(&state->generation) == generation &&
@@ -360,7 +348,7 @@ ts_shared_probation_passed(uint32 generation)
 	{
 		state->phase = TS_TSC_TRUSTED;
 		state->reason[0] = '\0';
-		state->backoff_us = 0;
+		state->trusted_since = now;
 		bump_generation();
 		restored = true;
 	}

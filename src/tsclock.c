@@ -1099,6 +1099,44 @@ tsclock_restore(TsClockInfo *info, uint64_t khz)
 	decide_auto(info);
 }
 
+/*
+ * Even the widest bound this allows (two calibrations at
+ * TSCLOCK_CAL_ACCEPT_PPM) is far inside the watchdog's own tolerance; the
+ * margin covers a change of the NTP slew of CLOCK_MONOTONIC between the
+ * two, which are an interval apart.
+ */
+bool
+tsclock_calibrations_agree(uint64_t khz1, double ppm1, uint64_t khz2,
+						   double ppm2)
+{
+	double		mean = ((double) khz1 + (double) khz2) / 2.0;
+	double		diff_ppm;
+
+	if (mean <= 0)
+		return false;
+	diff_ppm = fabs((double) khz1 - (double) khz2) / mean * 1e6;
+	return diff_ppm <= ppm1 + ppm2 + TSCLOCK_AGREE_MARGIN_PPM;
+}
+
+int64_t
+tsclock_longer_backoff(int64_t us, int64_t base, int max_factor)
+{
+	if (us < base)
+		return base;
+	if (us >= base * max_factor / 2)
+		return base * max_factor;
+	return us * 2;
+}
+
+int64_t
+tsclock_trip_backoff(int64_t us, int64_t base, int max_factor,
+					 int64_t trusted_for_us)
+{
+	if (trusted_for_us >= us)
+		return base;
+	return tsclock_longer_backoff(us, base, max_factor);
+}
+
 void
 tsclock_set_unusable(TsClockInfo *info, const char *reason)
 {

@@ -316,6 +316,22 @@ extern void tsclock_set_unusable(TsClockInfo *info, const char *reason);
 extern void tsclock_restore(TsClockInfo *info, uint64_t khz);
 
 /*
+ * Recovery after a watchdog trip, its pure arithmetic (the state is the
+ * caller's): whether two re-calibrations agree (differ by at most the sum
+ * of their own error bounds plus TSCLOCK_AGREE_MARGIN_PPM), the wait after
+ * a failed attempt (doubled, from base to at most max_factor times base),
+ * and the wait after a trip of a trusted TSC: base if it stayed trusted
+ * at least the wait it had, else doubled, so that a TSC that keeps failing
+ * right after each recovery is re-judged less and less often.
+ */
+extern bool tsclock_calibrations_agree(uint64_t khz1, double ppm1,
+									   uint64_t khz2, double ppm2);
+extern int64_t tsclock_longer_backoff(int64_t us, int64_t base,
+									  int max_factor);
+extern int64_t tsclock_trip_backoff(int64_t us, int64_t base, int max_factor,
+									int64_t trusted_for_us);
+
+/*
  * Test seam: replace a calibration's frequency (and, given, its bound,
  * converged) by the values in the file TIMING_SOURCE_TEST_CAL_KHZ_FILE
  * names, read at each call; true if it did

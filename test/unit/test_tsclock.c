@@ -1127,6 +1127,38 @@ test_restore(void)
 	ok(!tsclock_apply_test_calibration(&info, &cal), "seam: unset, nothing");
 }
 
+/* the recovery's arithmetic: the agreement bound and the waits */
+static void
+test_recovery_math(void)
+{
+	/* bound 50 + 50 + TSCLOCK_AGREE_MARGIN_PPM = 300 ppm of the mean */
+	ok(TSCLOCK_AGREE_MARGIN_PPM == 200.0, "agree: the margin is 200 ppm");
+	ok(tsclock_calibrations_agree(1999700, 50, 2000300, 50),
+	   "agree: 300 ppm apart with bounds of 50 + 50 + 200 ppm");
+	ok(tsclock_calibrations_agree(2000300, 50, 1999700, 50),
+	   "agree: in either order");
+	ok(!tsclock_calibrations_agree(1999699, 50, 2000301, 50),
+	   "agree: not 301 ppm apart");
+	ok(!tsclock_calibrations_agree(1999700, 49, 2000300, 50),
+	   "agree: not when a bound is 1 ppm tighter");
+	ok(tsclock_calibrations_agree(2600000, 0, 2600000, 0),
+	   "agree: equal frequencies with no error bound");
+	ok(!tsclock_calibrations_agree(0, 100, 0, 100), "agree: not at 0 kHz");
+
+	ok(tsclock_longer_backoff(0, 100, 64) == 100, "backoff: the first wait is the interval");
+	ok(tsclock_longer_backoff(100, 100, 64) == 200, "backoff: doubled");
+	ok(tsclock_longer_backoff(3200, 100, 64) == 6400, "backoff: doubled up to the cap");
+	ok(tsclock_longer_backoff(6400, 100, 64) == 6400, "backoff: 64 intervals at most");
+	ok(tsclock_longer_backoff(5000, 100, 64) == 6400, "backoff: capped, not past the cap");
+
+	ok(tsclock_trip_backoff(0, 100, 64, 0) == 100, "trip: the first one waits the interval");
+	ok(tsclock_trip_backoff(800, 100, 64, 799) == 1600,
+	   "trip: trusted for less than the wait it had: doubled");
+	ok(tsclock_trip_backoff(800, 100, 64, 800) == 100,
+	   "trip: trusted for at least the wait it had: back to the interval");
+	ok(tsclock_trip_backoff(6400, 100, 64, 10) == 6400, "trip: capped as well");
+}
+
 int
 main(void)
 {
@@ -1135,6 +1167,7 @@ main(void)
 	test_decide_arm64();
 	test_decision();
 	test_restore();
+	test_recovery_math();
 	test_read_names();
 	test_this_machine();
 
