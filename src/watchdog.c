@@ -18,8 +18,10 @@
  * two calibrations agree it is on probation: timed queries, whose nodes
  * keep the system clock, are watched at the new frequency all the same,
  * and TS_RECOVER_PASSES passes in a row trust it again (shared.c).  Every
- * watch remembers the generation of the state it started in, so a query
- * that started before a change cannot pass or fail the state after it.
+ * watch remembers the generation of the state it started in, the counter
+ * of its frequency, and that frequency's multiplier: a query that started
+ * before a change cannot pass the state after it, nor fail a frequency
+ * other than its own.
  *
  *-------------------------------------------------------------------------
  */
