@@ -298,7 +298,8 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 			state->cand_ppm = ppm;
 			res = TS_RECAL_FIRST;
 		}
-		else if (tsclock_calibrations_agree(state->cand_khz, state->cand_ppm, khz, ppm))
+		else if (tsclock_calibrations_agree(state->cand_khz, state->cand_ppm,
+											khz, ppm))
 		{
 			state->khz = (state->cand_khz + khz + 1) / 2;
 			state->freq_generation++;
@@ -317,7 +318,7 @@ ts_shared_recalibrated(uint32 generation, bool converged, uint64 khz,
 		if (res == TS_RECAL_NOT_CONVERGED || res == TS_RECAL_DISAGREED)
 		{
 			state->backoff_us = tsclock_longer_backoff(state->backoff_us, base,
-												  TS_RECOVER_MAX_BACKOFF);
+													   TS_RECOVER_MAX_BACKOFF);
 			state->next_try = now + state->backoff_us;
 		}
 	}
