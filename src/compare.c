@@ -68,9 +68,11 @@ compare_parse_error_callback(void *arg)
 /*
  * The query must be exactly one statement that EXPLAIN ANALYZE can run
  * and whose plan has nodes to time.  Syntax errors are the parser's own.
+ * Returns the parsed statement.  "what" says which function checks, for
+ * the message on a utility statement.
  */
-static void
-check_compare_query(const char *query)
+RawStmt *
+ts_check_query(const char *query, TsQueryCheck what)
 {
 	ErrorContextCallback errcallback;
 	List	   *stmts;
@@ -99,21 +101,27 @@ check_compare_query(const char *query)
 	{
 		case T_SelectStmt:
 			if (((SelectStmt *) stmt)->intoClause == NULL)
-				return;
+				return linitial_node(RawStmt, stmts);
 			tag = "SELECT INTO";
 			break;
 		case T_InsertStmt:
 		case T_UpdateStmt:
 		case T_DeleteStmt:
 		case T_MergeStmt:
-			return;
+			return linitial_node(RawStmt, stmts);
 		default:
 			break;
 	}
+	if (what == TS_CHECK_COMPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot compare timing of utility statement %s", tag),
+				 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot compare timing of utility statement %s", tag),
-			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
+			 errmsg("cannot time the plan nodes of utility statement %s", tag),
+			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements have plan nodes to time.")));
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -309,7 +317,7 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	int			nestlevel;
 	GucContext	context = superuser() ? PGC_SUSET : PGC_USERSET;
 
-	check_compare_query(query);
+	(void) ts_check_query(query, TS_CHECK_COMPARE);
 
 	/*
 	 * On 19+ the modes are set through core's timing_clock_source, which
