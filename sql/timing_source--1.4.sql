@@ -117,13 +117,14 @@ CREATE FUNCTION timing_source_compare(
     OUT median_ms numeric,
     OUT ratio_vs_off numeric,
     OUT overhead_ns_per_row numeric,
-    OUT explain_options text)
+    OUT explain_options text,
+    OUT top_margin_pct numeric)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_compare'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
 
 COMMENT ON FUNCTION timing_source_compare(text, int) IS
-'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used';
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_margin_pct, for sampled modes, the median over the runs of the 95% margin of the top node''s total, in percent, NULL unless every run had one';
 
 --
 -- These functions burn CPU and reveal host details: monitoring roles only.

@@ -778,10 +778,41 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	ts_clock_query_start(queryDesc, bc.timed);
 }
 
+/*
+ * The estimate of the top node of the last query that ended with its
+ * top node sampled and its loop ended (as EXPLAIN ends it), for
+ * timing_source_compare(), which runs EXPLAIN through SPI and has no
+ * other way to the plan state tree.  Nested queries end before the query
+ * that runs them, so the outermost one is what stays.
+ */
+static TsSampleEstimate ts_top_estimate;
+static bool ts_top_estimate_valid = false;
+
+void
+ts_forget_top_estimate(void)
+{
+	ts_top_estimate_valid = false;
+}
+
+bool
+ts_last_top_estimate(TsSampleEstimate *est)
+{
+	if (!ts_top_estimate_valid)
+		return false;
+	*est = ts_top_estimate;
+	return true;
+}
+
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
 {
+	PlanState  *top = queryDesc->planstate;
+
 	ts_clock_query_end(queryDesc);
+
+	if (top != NULL && top->instrument != NULL && !top->instrument->running &&
+		ts_node_sample_estimate(top, &ts_top_estimate))
+		ts_top_estimate_valid = true;
 
 	if (ts_pending_calls > 0)
 	{
@@ -863,6 +894,17 @@ ts_instrument_samples(bool tsc)
 
 bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
+{
+	return false;
+}
+
+void
+ts_forget_top_estimate(void)
+{
+}
+
+bool
+ts_last_top_estimate(TsSampleEstimate *est)
 {
 	return false;
 }

@@ -285,6 +285,14 @@ typedef struct TsSampleEstimate
 /* false (est untouched) unless the node was bound to sampled timing */
 extern bool ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est);
 
+/*
+ * The top node's estimate of the last query whose top node was sampled,
+ * read at its ExecutorEnd once its loop had ended (EXPLAIN ends it), and
+ * forgetting it before a run (instrument.c, for compare.c)
+ */
+extern bool ts_last_top_estimate(TsSampleEstimate *est);
+extern void ts_forget_top_estimate(void);
+
 /* What an estimate's "why" means, for EXPLAIN and SQL (instrument.c) */
 extern const char *ts_estimate_why_text(TsEstimateWhy why);
 
