@@ -37,9 +37,10 @@ SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8
 -- sampled modes, when the top node had enough sampled calls (a scan of
 -- 20,000 rows at 1 in 8); an aggregate's single call after its first has
 -- none; without sampling no mode has one
-SELECT mode, (top_margin_pct IS NOT NULL) = coalesce(explain_options LIKE '%sample_every%', false) AS margin_where_sampled,
-       coalesce(top_margin_pct > 0 AND top_margin_pct < 50, true) AS margin_plausible
-  FROM timing_source_compare('SELECT g FROM generate_series(1, 20000) g', 3) ORDER BY mode;
+-- (the tsc mode exists only where the TSC is usable)
+SELECT bool_and((top_margin_pct IS NOT NULL) = coalesce(explain_options LIKE '%sample_every%', false)) AS margin_where_sampled,
+       bool_and(coalesce(top_margin_pct > 0 AND top_margin_pct < 50, true)) AS margin_plausible
+  FROM timing_source_compare('SELECT g FROM generate_series(1, 20000) g', 3);
 SELECT bool_and(top_margin_pct IS NULL) AS none_for_too_few_calls
   FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 20000) g', 1);
 RESET timing_source.sample_every;
