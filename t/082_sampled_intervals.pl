@@ -13,7 +13,12 @@
 # (ExecutorStart to ExecutorFinish, which timing_source_explain_nodes()
 # reports): the scan is all the run does, and what else that time holds
 # (starting the executor, handing rows to the discarding receiver) is
-# far below 1% of it, against intervals of some 20%.  The sampled calls
+# far below 1% of it, against intervals of some 30%.  The calls are long
+# (tens of microseconds, a tenth of them near a millisecond) so that a
+# run's total is long beside the stalls a busy host adds outside the
+# node or inside a call the sampling missed: those are in the truth but
+# no sampled call can show them, and a stall of tens of milliseconds in a
+# run of a few would be outside any interval.  The sampled calls
 # are random in every run while the calls stay the same, so the runs
 # test the interval as a statement about the sampling, which is what it
 # is.
@@ -51,11 +56,11 @@ $node->start;
 $node->safe_psql('postgres', q{
 	CREATE EXTENSION timing_source;
 	CREATE TABLE durs AS
-		SELECT i, CASE WHEN i % 10 = 0 THEN 60000 ELSE 2000 END AS d
-		  FROM generate_series(1, 3000) i;
+		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
+		  FROM generate_series(1, 2000) i;
 	CREATE TABLE durs_big AS
-		SELECT i, CASE WHEN i % 10 = 0 THEN 60000 ELSE 2000 END AS d
-		  FROM generate_series(1, 30000) i;
+		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
+		  FROM generate_series(1, 20000) i;
 	CREATE TABLE durs_few AS SELECT * FROM durs WHERE i <= 100;
 	VACUUM ANALYZE durs, durs_big, durs_few;
 });
@@ -98,27 +103,35 @@ for my $r (1 .. $runs)
 		$unreliable++;
 		next;
 	}
-	$covered++ if abs($total - $exec) <= $margin;
+	if (abs($total - $exec) <= $margin)
+	{
+		$covered++;
+	}
+	else
+	{
+		note sprintf('run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
+			$r, $total, $exec, $margin, $calls);
+	}
 	push @rel, $margin / $total;
 }
 my @sorted = sort { $a <=> $b } @rel;
 my $med_small = $sorted[ int(@sorted / 2) ];
 note sprintf('coverage %d of %d runs, median margin %.1f%% of the total',
 	$covered, $runs, 100 * $med_small);
-is($unreliable, 0, '3,000 calls at 1 in 8: every run has an interval');
+is($unreliable, 0, '2,000 calls at 1 in 8: every run has an interval');
 cmp_ok($covered, '>=', 0.9 * $runs, 'the 95% interval covers the truth in at least 90% of the runs');
 
 # ---- intervals shrink as calls grow: 10 times the calls, about 1/sqrt(10) the relative margin ----
 my @big;
-for my $r (1 .. 20)
+for my $r (1 .. 10)
 {
 	my ($total, $margin, $reliable) = scan_run('durs_big', 8);
 	push @big, $margin / $total if $reliable eq 't' && $margin ne '';
 }
 @big = sort { $a <=> $b } @big;
-is(scalar @big, 20, '30,000 calls: every run has an interval');
+is(scalar @big, 10, '20,000 calls: every run has an interval');
 my $med_big = $big[ int(@big / 2) ];
-note sprintf('median margin %.1f%% with 30,000 calls, %.1f%% with 3,000',
+note sprintf('median margin %.1f%% with 20,000 calls, %.1f%% with 2,000',
 	100 * $med_big, 100 * $med_small);
 cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower interval');
 
