@@ -80,7 +80,7 @@ sub scan_run
 		  FROM timing_source_explain_nodes(
 			\$\$SELECT md5(repeat('x', d)) FROM $table\$\$, $n)
 		 WHERE node_id = 1});
-	return split /\|/, $out;
+	return split /\|/, $out, -1;
 }
 
 if (!$samples)
@@ -154,7 +154,7 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 		  FROM timing_source_explain_nodes(
 			$$SELECT md5(repeat('x', d)) FROM durs_big$$, 8)
 		 WHERE node_type = 'Seq Scan'});
-	my ($loops, $reliable, $margin) = split /\|/, $out;
+	my ($loops, $reliable, $margin) = split /\|/, $out, -1;
   SKIP:
 	{
 		skip 'no parallel worker was launched', 2 unless defined $loops && $loops > 1;
