@@ -1,0 +1,206 @@
+#
+# The 95% interval of sampled estimates (timing_source.sample_every):
+# over many runs of a node whose calls have known, varied durations, the
+# stated interval covers the truth in at least 90% of the runs; intervals
+# shrink as calls grow; a node with too few sampled calls, or one that
+# parallel workers ran, has no interval.  On 18+ EXPLAIN (text and JSON)
+# and auto_explain show it.
+#
+# The node: "SELECT md5(repeat('x', d)) FROM durs", a Seq Scan that is
+# the whole plan, each call projecting one row, so each call's duration
+# is fixed by d (90% short calls, 10% thirty times longer: skewed, as
+# real call durations are).  Its truth is the run's own execution time
+# (ExecutorStart to ExecutorFinish, which timing_source_explain_nodes()
+# reports): the scan is all the run does, and what else that time holds
+# (starting the executor, handing rows to the discarding receiver) is
+# far below 1% of it, against intervals of some 30%.  The calls are long
+# (tens of microseconds, a tenth of them near a millisecond) so that a
+# run's total is long beside the stalls a busy host adds outside the
+# node or inside a call the sampling missed: those are in the truth but
+# no sampled call can show them, and a stall of tens of milliseconds in a
+# run of a few would be outside any interval.  The sampled calls
+# are random in every run while the calls stay the same, so the runs
+# test the interval as a statement about the sampling, which is what it
+# is.
+#
+# False failure: with 200 runs and a true coverage of 95%, fewer than
+# 180 covered runs has probability 0.0012 (binomial); with 94%, 0.009.
+#
+# Where nothing samples (15-18 without a usable TSC in use: core times
+# every call) the function says every node is exact, and that is checked
+# instead.
+#
+use strict;
+use warnings;
+
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
+
+my $node = PostgreSQL::Test::Cluster->new('intervals');
+
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'timing_source, auto_explain'
+max_parallel_workers_per_gather = 0
+jit = off
+auto_explain.log_min_duration = -1
+auto_explain.log_analyze = on
+auto_explain.log_timing = on
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION timing_source;
+	CREATE TABLE durs AS
+		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
+		  FROM generate_series(1, 2000) i;
+	CREATE TABLE durs_big AS
+		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
+		  FROM generate_series(1, 20000) i;
+	CREATE TABLE durs_few AS SELECT * FROM durs WHERE i <= 100;
+	VACUUM ANALYZE durs, durs_big, durs_few;
+});
+expect_tsc_state($node);
+my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
+my $tsc = $node->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)';
+my $samples = $major >= 19 || $tsc;
+note $samples ? 'the wrappers sample on this server' : 'nothing samples on this server';
+
+# the scan's row of one run: total_ms, margin_ms, reliable, sampled_calls, execution_ms
+sub scan_run
+{
+	my ($table, $n) = @_;
+	my $out = $node->safe_psql('postgres', qq{
+		SELECT total_ms, coalesce(margin_ms::text, ''), estimate_reliable,
+		       sampled_calls, execution_ms, coalesce(sample_every::text, '')
+		  FROM timing_source_explain_nodes(
+			\$\$SELECT md5(repeat('x', d)) FROM $table\$\$, $n)
+		 WHERE node_id = 1});
+	return split /\|/, $out, -1;
+}
+
+if (!$samples)
+{
+	my @r = scan_run('durs', 8);
+	is($r[5], '', 'no sampling here: the node is exact');
+	is($r[1], '', 'no sampling here: no margin');
+	done_testing();
+	exit;
+}
+
+# ---- coverage ----
+my ($runs, $covered, $unreliable) = (200, 0, 0);
+my @rel;
+for my $r (1 .. $runs)
+{
+	my ($total, $margin, $reliable, $calls, $exec) = scan_run('durs', 8);
+	if ($reliable ne 't' || $margin eq '')
+	{
+		$unreliable++;
+		next;
+	}
+	if (abs($total - $exec) <= $margin)
+	{
+		$covered++;
+	}
+	else
+	{
+		note sprintf('run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
+			$r, $total, $exec, $margin, $calls);
+	}
+	push @rel, $margin / $total;
+}
+my @sorted = sort { $a <=> $b } @rel;
+my $med_small = $sorted[ int(@sorted / 2) ];
+note sprintf('coverage %d of %d runs, median margin %.1f%% of the total',
+	$covered, $runs, 100 * $med_small);
+is($unreliable, 0, '2,000 calls at 1 in 8: every run has an interval');
+cmp_ok($covered, '>=', 0.9 * $runs, 'the 95% interval covers the truth in at least 90% of the runs');
+
+# ---- intervals shrink as calls grow: 10 times the calls, about 1/sqrt(10) the relative margin ----
+my @big;
+for my $r (1 .. 10)
+{
+	my ($total, $margin, $reliable) = scan_run('durs_big', 8);
+	push @big, $margin / $total if $reliable eq 't' && $margin ne '';
+}
+@big = sort { $a <=> $b } @big;
+is(scalar @big, 10, '20,000 calls: every run has an interval');
+my $med_big = $big[ int(@big / 2) ];
+note sprintf('median margin %.1f%% with 20,000 calls, %.1f%% with 2,000',
+	100 * $med_big, 100 * $med_small);
+cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower interval');
+
+# ---- too few sampled calls: no interval ----
+{
+	my ($total, $margin, $reliable, $calls) = scan_run('durs_few', 64);
+	cmp_ok($calls, '<', 30, '100 calls at 1 in 64: fewer sampled calls than the threshold');
+	is($reliable, 'f', 'too few sampled calls: the estimate says it is not reliable');
+	is($margin, '', 'too few sampled calls: no margin');
+}
+
+# ---- parallel workers' share: no interval ----
+{
+	my $out = $node->safe_psql('postgres', q{
+		SET max_parallel_workers_per_gather = 2;
+		SET parallel_setup_cost = 0;
+		SET parallel_tuple_cost = 0;
+		SET min_parallel_table_scan_size = 0;
+		SELECT loops, coalesce(estimate_reliable::text, ''), coalesce(margin_ms::text, '')
+		  FROM timing_source_explain_nodes(
+			$$SELECT md5(repeat('x', d)) FROM durs_big$$, 8)
+		 WHERE node_type = 'Seq Scan'});
+	my ($loops, $reliable, $margin) = split /\|/, $out, -1;
+  SKIP:
+	{
+		skip 'no parallel worker was launched', 2 unless defined $loops && $loops > 1;
+		is($reliable, 'false', 'a node parallel workers ran: not reliable');
+		is($margin, '', 'a node parallel workers ran: no margin');
+	}
+}
+
+# ---- EXPLAIN and auto_explain (18+) ----
+SKIP:
+{
+	skip 'EXPLAIN has no per-node hook before 18', 5 if $major < 18;
+
+	my $text = $node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 8;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs});
+	like($text, qr/^\s*Sampled: 1 in 8, \d+ sampled calls, total \+\/- \d+\.\d%$/m,
+		'EXPLAIN: the sampled node says its interval');
+
+	my $few = $node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 64;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs_few});
+	like($few, qr/^\s*Sampled: 1 in 64, \d+ sampled calls, too few calls for an interval$/m,
+		'EXPLAIN: too few calls says so');
+
+	my $json = decode_json($node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 8;
+		EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) SELECT md5(repeat('x', d)) FROM durs}))->[0]{Plan};
+	ok($json->{'Sampled Every'} == 8 && $json->{'Sampled Calls'} > 0
+		  && $json->{'Total Time Margin'} > 0 && $json->{'Estimate Reliable'},
+		'EXPLAIN (FORMAT JSON): the fields of the interval');
+	my $jfew = decode_json($node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 64;
+		EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) SELECT md5(repeat('x', d)) FROM durs_few}))->[0]{Plan};
+	ok(!$jfew->{'Estimate Reliable'} && !exists $jfew->{'Total Time Margin'},
+		'EXPLAIN (FORMAT JSON): no margin where there is no interval');
+
+	my $offset = -s $node->logfile;
+	$node->safe_psql('postgres', q{
+		SET auto_explain.log_min_duration = 0;
+		SET timing_source.sample_every = 8;
+		SELECT count(md5(repeat('x', d))) FROM durs});
+	my $log = slurp_file($node->logfile, $offset);
+	like($log, qr/Sampled: 1 in 8, \d+ sampled calls, total \+\/- \d+\.\d%/,
+		'auto_explain: the sampled scan says its interval');
+}
+
+$node->stop;
+done_testing();
