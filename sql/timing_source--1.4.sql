@@ -117,13 +117,15 @@ CREATE FUNCTION timing_source_compare(
     OUT median_ms numeric,
     OUT ratio_vs_off numeric,
     OUT overhead_ns_per_row numeric,
-    OUT explain_options text)
+    OUT explain_options text,
+    -- 1.4: the top node's estimated instrumentation cost (exact modes)
+    OUT top_overhead_ms numeric)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_compare'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
 
 COMMENT ON FUNCTION timing_source_compare(text, int) IS
-'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used';
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_overhead_ms is the top node''s estimated instrumentation cost where timed exactly through the wrappers';
 
 --
 -- These functions burn CPU and reveal host details: monitoring roles only.

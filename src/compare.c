@@ -303,6 +303,8 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	const char *sql[NUM_MODES];
 	const char *options[NUM_MODES];
 	double	   *times[NUM_MODES];
+	double	   *overheads[NUM_MODES];
+	int			noverheads[NUM_MODES];
 	double		med[NUM_MODES];
 	double		rows = -1;
 	int			nmodes;
@@ -355,7 +357,11 @@ timing_source_compare(PG_FUNCTION_ARGS)
 			options[m] = psprintf("%s; timing_source.sample_every = %d",
 								  options[m], ts_sample_every);
 	for (int m = 0; m < nmodes; m++)
+	{
 		times[m] = palloc(sizeof(double) * runs);
+		overheads[m] = palloc(sizeof(double) * runs);
+		noverheads[m] = 0;
+	}
 
 	/*
 	 * Settings made here are saved at our own GUC nest level and restored
@@ -379,8 +385,18 @@ timing_source_compare(PG_FUNCTION_ARGS)
 										 m == MODE_TSC ? "tsc" : "system",
 										 context, PGC_S_SESSION,
 										 GUC_ACTION_SAVE, true, 0, false);
+			ts_reset_last_top_overhead();
 			times[m][r] = run_in_subxact(sql[m],
 										 (m == MODE_OFF && rows < 0) ? &rows : NULL);
+
+			/*
+			 * The explained query's top node's estimate, made at its
+			 * ExecutorFinish; only exactly timed runs through the wrappers
+			 * have one (and then every run of the mode has).
+			 */
+			if ((m == MODE_SYSTEM || m == MODE_TSC) &&
+				ts_last_top_overhead_ns() >= 0)
+				overheads[m][noverheads[m]++] = ts_last_top_overhead_ns() / 1e6;
 		}
 	}
 
@@ -394,8 +410,8 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	{
 		/* 1.0's definition has the first six columns only */
 		TupleDesc	desc = rsinfo->setDesc;
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, false, false, false, false};
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
 
 		values[0] = CStringGetTextDatum(compare_mode_names[m]);
 		values[1] = Int32GetDatum(runs);
@@ -422,6 +438,12 @@ timing_source_compare(PG_FUNCTION_ARGS)
 			values[6] = CStringGetTextDatum(options[m]);
 		else
 			nulls[6] = true;
+		/* 1.4 on: the top node's estimated instrumentation cost */
+		if (desc->natts > 7 && noverheads[m] == runs)
+			values[7] = ts_fixed_datum(desc, 7, median_of(overheads[m], runs),
+									   TS_MS_SCALE);
+		else
+			nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 
