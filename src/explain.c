@@ -18,7 +18,7 @@
 
 #include "instrument.h"
 
-#if defined(TS_HAVE_NODE_WRAPPERS) && defined(TS_HAVE_EXPLAIN_NODE_HOOK)
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
 
 #include "lib/stringinfo.h"
 

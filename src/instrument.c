@@ -807,7 +807,7 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 	cost->measured = true;
 	pfree(ps);
 	pfree(ti);
-	ereport(DEBUG1,
+	ereport(DEBUG3,
 			(errmsg_internal("timing_source: %s per call: %.2f ns inside the node's interval, %.2f ns outside (%.2f direct)",
 							 wrapper == NULL ? "core's node timing" : "the node wrappers' timing",
 							 cost->inside_ns, cost->outside_ns, d)));
@@ -1260,7 +1260,8 @@ ts_instrument_init(void)
 /*
  * No TSC in this build of an extension for 15-18, or instr_time is not in
  * nanoseconds, or a major the wrappers do not know (20devel): only core's
- * own path is offered.  Nothing to install.
+ * own path is offered.  Nothing to install but EXPLAIN's note naming
+ * core's clock, where core has the hook.
  */
 bool
 ts_instrument_samples(bool tsc)
@@ -1279,9 +1280,32 @@ ts_reset_last_top_overhead(void)
 {
 }
 
+#ifdef TS_HAVE_EXECUTOR_HOOK
+double
+ts_node_overhead_ns(PlanState *node)
+{
+	return -1.0;
+}
+
+bool
+ts_node_overhead_subtracted(PlanState *node)
+{
+	return false;
+}
+
+bool
+ts_plan_timing(PlanState *node, TsPlanTiming *timing)
+{
+	return false;
+}
+#endif
+
 void
 ts_instrument_init(void)
 {
+#ifdef TS_HAVE_EXECUTOR_HOOK
+	ts_explain_init();
+#endif
 }
 
 #endif

@@ -170,9 +170,10 @@ SELECT bool_and(total >= 0 AND startup >= 0) AS never_negative,
 -- 18+: in the same run, an estimate removed from a node and one from its
 -- parent add back to at least the child's (a parent runs its child's
 -- calls): the amount removed is the printed estimate
-SELECT bool_and(p.total * p.loops + p.overhead + 0.0005 * (p.loops + c.loops) + 0.002 >=
-				c.total * c.loops + c.overhead)
-		   AS removed_what_was_printed
+SELECT CASE WHEN :'has_hook'::bool AND :'wrapped'::bool
+			THEN bool_and(p.total * p.loops + p.overhead + 0.0005 * (p.loops + c.loops) + 0.002 >=
+						  c.total * c.loops + c.overhead)
+			ELSE count(*) = 0 END AS removed_what_was_printed
   FROM ovh_sub, pg_temp.ovh_nodes(doc) c, pg_temp.ovh_nodes(doc) p
  WHERE p.id = c.parent AND c.overhead IS NOT NULL AND p.overhead IS NOT NULL;
 COMMIT;
