@@ -684,7 +684,7 @@ static TupleTableSlot ts_cal_slot;	/* zeroed: not empty, a "tuple" */
  * and cost what their throughput allows; around work, the CPU overlaps
  * part of them with it, as it does in a real plan.
  */
-#define TS_CAL_WORK		8
+#define TS_CAL_WORK		32
 static uint64 ts_cal_buf[4096];
 static int	ts_cal_pos = 0;
 static uint64 ts_cal_state = 1;
@@ -732,7 +732,9 @@ ts_median(double *v, int n)
  * and through "wrapper" (NULL: core's InstrStartNode/InstrStopNode around
  * it), in several batches, and keep the medians: a batch that was
  * preempted does not move them.  The cost is timing's: what the timed
- * wrapper costs beyond the clock-less one.
+ * wrapper costs beyond the clock-less one.  Between two calls the
+ * calibration node's work runs once more, as a parent's would: one call's
+ * last read does not meet the next call's first.
  */
 static void
 ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
@@ -765,15 +767,16 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 			(void) ps->ExecProcNodeReal(ps);
 		t1 = tsclock_system_ns();
 		direct[b] = (double) (t1 - t0) / TS_CAL_CALLS;
-		base[b] = direct[b];
-		if (rows != NULL)
+
+		/* the reference: each call followed by its parent's work */
+		t0 = tsclock_system_ns();
+		for (int i = 0; i < TS_CAL_CALLS; i++)
 		{
-			t0 = tsclock_system_ns();
-			for (int i = 0; i < TS_CAL_CALLS; i++)
-				(void) rows(ps);
-			t1 = tsclock_system_ns();
-			base[b] = (double) (t1 - t0) / TS_CAL_CALLS;
+			(void) (rows != NULL ? rows(ps) : ps->ExecProcNodeReal(ps));
+			(void) ts_cal_node(NULL);
 		}
+		t1 = tsclock_system_ns();
+		base[b] = (double) (t1 - t0) / TS_CAL_CALLS;
 
 		INSTR_TIME_SET_ZERO(ti->instr.counter);
 		ti->instr.running = false;
@@ -781,7 +784,10 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 		if (wrapper != NULL)
 		{
 			for (int i = 0; i < TS_CAL_CALLS; i++)
+			{
 				(void) ps->ExecProcNode(ps);
+				(void) ts_cal_node(NULL);
+			}
 		}
 		else
 		{
@@ -790,6 +796,7 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 				InstrStartNode(&ti->instr);
 				(void) ps->ExecProcNodeReal(ps);
 				InstrStopNode(&ti->instr, 1.0);
+				(void) ts_cal_node(NULL);
 			}
 		}
 		t1 = tsclock_system_ns();
