@@ -669,7 +669,7 @@ typedef struct TsCallCost
 } TsCallCost;
 
 #define TS_CAL_CALLS	1000
-#define TS_CAL_BATCHES	9
+#define TS_CAL_BATCHES	15
 
 /* [wrapper set][usage variant]; core's start/stop pair [with usage] */
 static TsCallCost ts_wrapper_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
@@ -730,8 +730,8 @@ ts_median(double *v, int n)
  * Time TS_CAL_CALLS calls of the calibration node, called directly,
  * through "rows" (the same wrapper without a clock: what TIMING OFF runs)
  * and through "wrapper" (NULL: core's InstrStartNode/InstrStopNode around
- * it), in several batches, and keep the medians: a batch that was
- * preempted does not move them.  The cost is timing's: what the timed
+ * it), in several batches, and keep the medians of each batch's
+ * differences: a batch that was preempted does not move them.  The cost is timing's: what the timed
  * wrapper costs beyond the clock-less one.  Between two calls the
  * calibration node's work runs once more, as a parent's would: one call's
  * last read does not meet the next call's first.
@@ -800,16 +800,19 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 			}
 		}
 		t1 = tsclock_system_ns();
-		wrapped[b] = (double) (t1 - t0) / TS_CAL_CALLS;
-		inside[b] = TS_NODE_COUNTER_NS(&ti->instr) / TS_CAL_CALLS;
+		wrapped[b] = (double) (t1 - t0) / TS_CAL_CALLS - base[b];
+		inside[b] = TS_NODE_COUNTER_NS(&ti->instr) / TS_CAL_CALLS - direct[b];
 	}
 	/* the calibration's calls are not the workload's */
 	ts_pending_calls = saved_calls;
 
+	/*
+	 * Each batch's differences, from loops run back to back, then their
+	 * medians: a slow stretch of the machine moves a batch's loops alike.
+	 */
 	d = ts_median(direct, TS_CAL_BATCHES);
-	cost->inside_ns = Max(ts_median(inside, TS_CAL_BATCHES) - d, 0.0);
+	cost->inside_ns = Max(ts_median(inside, TS_CAL_BATCHES), 0.0);
 	cost->outside_ns = Max(ts_median(wrapped, TS_CAL_BATCHES) -
-						   ts_median(base, TS_CAL_BATCHES) -
 						   cost->inside_ns, 0.0);
 	cost->measured = true;
 	pfree(ps);

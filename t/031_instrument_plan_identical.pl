@@ -170,7 +170,7 @@ sub drop_notes
 {
 	my ($out) = @_;
 	$out =~ s/^\s*Timing(?: Overhead)?: [^\n]*\n//mg;
-	$out =~ s/,\n\s*"Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)": [^\n,]*(?=,?\n)//g;
+	$out =~ s/,\n\s*"Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)": (?:"[^"\n]*"|[^\n,]*)(?=,?\n)//g;
 	return $out;
 }
 my $nsampled = () = $sampled =~ /$sampled_line/g;
