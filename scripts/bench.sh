@@ -37,8 +37,10 @@
 # reads), interleaved.  For every plan node its total time (Actual Total
 # Time x Actual Loops, median over the rounds): the top node's exact and
 # sampled totals over the untimed execution time (exact timing inflates
-# what it measures by its own clock reads), sampled over exact, and the
-# largest deviation from exact among nodes whose exact total is >= 1 ms.
+# what it measures by its own clock reads), the exact top node's with
+# timing_source.subtract_overhead on (its estimated timing cost removed)
+# over the same, sampled over exact, and the largest deviation from exact
+# among nodes whose exact total is >= 1 ms.
 #
 # With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
 # usage kept by the wide (AVX2) wrappers against plain copies.  A second
@@ -442,7 +444,7 @@ printf '%s\n' "${table2[@]}"
 # query): total time = Actual Total Time x Actual Loops.  Rounds alternate
 # exact and sampled; medians per node; ratio sampled / exact.
 if [ "$tsc_ok" = 1 ]; then
-	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_sampled_over_exact,worst_node_deviation_pct,nodes_over_1ms" >"$acc_csv"
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_sampled_over_exact,worst_node_deviation_pct,nodes_over_1ms,top_subtracted_over_untimed" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
@@ -453,8 +455,10 @@ if [ "$tsc_ok" = 1 ]; then
 			CREATE FUNCTION pg_temp.node_totals(q text, every int) RETURNS float8[] LANGUAGE plpgsql AS \$\$
 			DECLARE d jsonb;
 			BEGIN
-				-- every = 0: TIMING OFF, and only the Execution Time
+				-- every = 0: TIMING OFF, and only the Execution Time;
+				-- every = -1: exact, with the estimated timing cost subtracted
 				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
+				PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
 				IF every = 0 THEN
 					EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) ' || q INTO d;
 					RETURN ARRAY[(d -> 0 ->> 'Execution Time')::float8];
@@ -469,15 +473,16 @@ if [ "$tsc_ok" = 1 ]; then
 			BEGIN
 				FOR r IN 1..$reps LOOP
 					INSERT INTO runs SELECT e, pg_temp.node_totals(\$q\$$query\$q\$, e)
-					  FROM unnest(CASE r % 3 WHEN 0 THEN ARRAY[1, 64, 0] WHEN 1 THEN ARRAY[64, 0, 1]
-										   ELSE ARRAY[0, 1, 64] END) AS e;
+					  FROM unnest(CASE r % 4 WHEN 0 THEN ARRAY[1, 64, 0, -1] WHEN 1 THEN ARRAY[64, 0, -1, 1]
+										   WHEN 2 THEN ARRAY[0, -1, 1, 64] ELSE ARRAY[-1, 1, 64, 0] END) AS e;
 				END LOOP;
 			END \$\$;
 			WITH per_node AS (
 				SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 1) AS exact,
-						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled
+						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled,
+						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = -1) AS subtracted
 				  FROM runs, unnest(totals) WITH ORDINALITY AS u(t, n)
-				 WHERE every > 0
+				 WHERE every <> 0
 				 GROUP BY n),
 			untimed AS (
 				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0)
@@ -486,20 +491,22 @@ if [ "$tsc_ok" = 1 ]; then
 				   to_char(coalesce(max(abs(sampled / exact - 1) * 100) FILTER (WHERE exact >= 1), 0), 'FM990.0'),
 				   count(*) FILTER (WHERE exact >= 1),
 				   to_char(max(exact) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
-				   to_char(max(sampled) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000')
+				   to_char(max(sampled) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
+				   to_char(max(subtracted) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000')
 			  FROM per_node;
 		EOF
 		)
-		read -r nodes top worst big exact_untimed samp_untimed <<<"$acc"
-		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
-			"$samp_untimed" "$top" "$worst" "$big")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$top,$worst,$big" >>"$acc_csv"
+		read -r nodes top worst big exact_untimed samp_untimed sub_untimed <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$sub_untimed" "$samp_untimed" "$top" "$worst" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$top,$worst,$big,$sub_untimed" >>"$acc_csv"
 	done
 	echo
 	echo "Sampled timing (sample_every = 64) against exact TSC timing, per-node total time, medians of $reps runs each;"
 	echo "untimed = Execution Time under TIMING OFF, the query without clock reads:"
-	printf '%-22s %6s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'top sampled/' 'top sampled/' 'worst node' 'nodes' 
-	printf '%-22s %6s %12s %12s %12s %12s %10s\n' '' '' untimed untimed exact 'vs exact %' '>= 1 ms'
+	echo "subtracted = exact with timing_source.subtract_overhead on:"
+	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top sampled/' 'worst node' 'nodes'
+	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed exact 'vs exact %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
 fi
 

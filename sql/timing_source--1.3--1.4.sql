@@ -73,15 +73,16 @@ AS 'MODULE_PATHNAME', 'timing_source_explain_nodes'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
 
 COMMENT ON FUNCTION timing_source_explain_nodes(text, int) IS
-'Runs a query once as EXPLAIN ANALYZE would, in a rolled-back subtransaction, and returns one row per plan node (numbered in pre-order from 1): loops, rows, startup_ms and total_ms summed over all loops (parallel workers included), for sampled nodes the 95% margin of the total; sample_every NULL uses the session''s timing_source.sample_every';
+'Runs a query once as EXPLAIN ANALYZE would, in a rolled-back subtransaction, and returns one row per plan node (numbered in pre-order from 1): loops, rows, startup_ms and total_ms summed over all loops (parallel workers included), for sampled nodes the 95% margin of the total, for exactly timed nodes overhead_ms, the estimated instrumentation cost in total_ms (already removed from it when timing_source.subtract_overhead is on); sample_every NULL uses the session''s timing_source.sample_every';
 
 REVOKE EXECUTE ON FUNCTION timing_source_explain_nodes(text, int) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION timing_source_explain_nodes(text, int) TO pg_monitor;
 
 --
 -- timing_source_compare(): top_margin_pct, the margin of a sampled mode's
--- top node (1.4).  A new OUT column changes the result type: drop and
--- re-create, with the privileges of before.
+-- top node, and top_overhead_ms, the top node's estimated instrumentation
+-- cost in the exact modes (1.4).  New OUT columns change the result type:
+-- drop and re-create, with the privileges of before.
 --
 DROP FUNCTION timing_source_compare(text, int);
 
@@ -95,13 +96,14 @@ CREATE FUNCTION timing_source_compare(
     OUT ratio_vs_off numeric,
     OUT overhead_ns_per_row numeric,
     OUT explain_options text,
-    OUT top_margin_pct numeric)
+    OUT top_margin_pct numeric,
+    OUT top_overhead_ms numeric)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_compare'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
 
 COMMENT ON FUNCTION timing_source_compare(text, int) IS
-'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_margin_pct, for sampled modes, the median over the runs of the 95% margin of the top node''s total, in percent, NULL unless every run had one';
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_margin_pct, for sampled modes, the median over the runs of the 95% margin of the top node''s total, in percent, NULL unless every run had one; top_overhead_ms, for the exact modes, the median of the top node''s estimated instrumentation cost where timed exactly through the wrappers';
 
 REVOKE EXECUTE ON FUNCTION timing_source_compare(text, int) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION timing_source_compare(text, int) TO pg_monitor;

@@ -123,13 +123,14 @@ CREATE FUNCTION timing_source_compare(
     OUT ratio_vs_off numeric,
     OUT overhead_ns_per_row numeric,
     OUT explain_options text,
-    OUT top_margin_pct numeric)
+    OUT top_margin_pct numeric,
+    OUT top_overhead_ms numeric)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_compare'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE ROWS 4;
 
 COMMENT ON FUNCTION timing_source_compare(text, int) IS
-'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_margin_pct, for sampled modes, the median over the runs of the 95% margin of the top node''s total, in percent, NULL unless every run had one';
+'Runs a query plain, under EXPLAIN ANALYZE with TIMING OFF, and with the system and tsc clock sources, interleaved, each run in a rolled-back subtransaction; explain_options says which EXPLAIN options each mode used; top_margin_pct, for sampled modes, the median over the runs of the 95% margin of the top node''s total, in percent, NULL unless every run had one; top_overhead_ms, for the exact modes, the median of the top node''s estimated instrumentation cost where timed exactly through the wrappers';
 
 --
 -- These functions burn CPU and reveal host details: monitoring roles only.
@@ -177,7 +178,7 @@ AS 'MODULE_PATHNAME', 'timing_source_explain_nodes'
 LANGUAGE C VOLATILE PARALLEL UNSAFE ROWS 10;
 
 COMMENT ON FUNCTION timing_source_explain_nodes(text, int) IS
-'Runs a query once as EXPLAIN ANALYZE would, in a rolled-back subtransaction, and returns one row per plan node (numbered in pre-order from 1): loops, rows, startup_ms and total_ms summed over all loops (parallel workers included), for sampled nodes the 95% margin of the total; sample_every NULL uses the session''s timing_source.sample_every';
+'Runs a query once as EXPLAIN ANALYZE would, in a rolled-back subtransaction, and returns one row per plan node (numbered in pre-order from 1): loops, rows, startup_ms and total_ms summed over all loops (parallel workers included), for sampled nodes the 95% margin of the total, for exactly timed nodes overhead_ms, the estimated instrumentation cost in total_ms (already removed from it when timing_source.subtract_overhead is on); sample_every NULL uses the session''s timing_source.sample_every';
 
 REVOKE EXECUTE ON FUNCTION timing_source_explain_nodes(text, int) FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION timing_source_explain_nodes(text, int) TO pg_monitor;

@@ -283,6 +283,59 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 #endif							/* TS_CORE_CLOCK */
 
 /*
+ * A node's accumulated times after InstrEndLoop, and its parallel workers'
+ * copies.  Through 18 total and startup are doubles in seconds in
+ * Instrumentation; 19 keeps them as instr_time (total in the general
+ * Instrumentation, startup in NodeInstrumentation), in core's ticks.
+ */
+#ifdef TS_CORE_CLOCK
+typedef WorkerNodeInstrumentation TsWorkerInstr;
+
+static inline double
+ts_node_total_s(TsNodeInstr *ni)
+{
+	return INSTR_TIME_GET_DOUBLE(ni->instr.total);
+}
+
+static inline double
+ts_node_startup_s(TsNodeInstr *ni)
+{
+	return INSTR_TIME_GET_DOUBLE(ni->startup);
+}
+
+static inline void
+ts_node_set_times(TsNodeInstr *ni, double total_s, double startup_s)
+{
+	ni->instr.total.ticks = ts_core_ns_to_ticks((int64) (total_s * 1e9));
+	ni->startup.ticks = ts_core_ns_to_ticks((int64) (startup_s * 1e9));
+}
+#else
+typedef WorkerInstrumentation TsWorkerInstr;
+
+static inline double
+ts_node_total_s(TsNodeInstr *ni)
+{
+	return ni->total;
+}
+
+static inline double
+ts_node_startup_s(TsNodeInstr *ni)
+{
+	return ni->startup;
+}
+
+static inline void
+ts_node_set_times(TsNodeInstr *ni, double total_s, double startup_s)
+{
+	ni->total = total_s;
+	ni->startup = startup_s;
+}
+#endif
+
+/* the running loop's accumulated time, in nanoseconds, on every major */
+#define TS_NODE_COUNTER_NS(ni)	(INSTR_TIME_GET_DOUBLE((ni)->counter) * 1e9)
+
+/*
  * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19, so it
  * needs no adapter.  (ExecutorRun_hook lost execute_once in 18; the
  * extension does not hook ExecutorRun.)

@@ -1,10 +1,16 @@
 /*-------------------------------------------------------------------------
  *
  * explain.c
- *	  EXPLAIN's note on a query timed with sampling (18 and later, where
- *	  core lets extensions add to each plan node's output).
+ *	  EXPLAIN's notes on how a plan was timed (18 and later, where core
+ *	  lets extensions add to each plan node's output): which clock timed
+ *	  it and how its frequency was found, whether sampled or with the
+ *	  instrumentation's estimated cost subtracted, and per exactly timed
+ *	  node that estimate.
  *
- * auto_explain prints through the same code, so its plans say so too.
+ * The plan-level note goes under the top plan node, through the per-node
+ * hook: core's per-plan hook runs only for EXPLAIN itself, not for
+ * auto_explain, which prints the plan through ExplainPrintPlan; the
+ * per-node hook runs for both.
  *
  *-------------------------------------------------------------------------
  */
@@ -12,7 +18,9 @@
 
 #include "instrument.h"
 
-#if defined(TS_HAVE_NODE_WRAPPERS) && defined(TS_HAVE_EXPLAIN_NODE_HOOK)
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+
+#include "lib/stringinfo.h"
 
 static explain_per_node_hook_type prev_explain_per_node = NULL;
 
@@ -60,25 +68,117 @@ ts_explain_estimate(PlanState *planstate, struct ExplainState *es)
 	}
 }
 
-/* Say it once, on the top plan node: its times are estimates */
+/*
+ * The clock that timed a plan: name, frequency (kHz, 0 if not a counter)
+ * and how the frequency was found.
+ */
+static void
+ts_explain_clock(PlanState *top, const char **name, int64 *khz,
+				 const char **source, TsPlanTiming *timing)
+{
+	TimingClockSource clock;
+
+	if (ts_plan_timing(top, timing))
+		clock = timing->clock;
+	else
+	{
+		/* core timed it: its clock_gettime through 18, its choice on 19 */
+		memset(timing, 0, sizeof(*timing));
+		clock = ts_core_uses_tsc() ? TS_CLOCK_TSC : TS_CLOCK_SYSTEM;
+	}
+
+	*name = "system clock";
+	*khz = 0;
+	*source = NULL;
+	if (clock != TS_CLOCK_TSC)
+		return;
+	*name = "TSC";
+#ifdef TS_CORE_CLOCK
+	*khz = Max(ts_core_tsc_khz(), 0);
+	*source = ts_core_tsc_source();
+#else
+	*khz = (int64) tsclock_info.khz;
+	*source = tsclock_info.cpuid_used ? tsclock_info.cpuid_what : "calibrated";
+#endif
+	if (*source != NULL && (*source)[0] == '\0')
+		*source = NULL;
+}
+
+/* The plan-level note, under the top node */
+static void
+ts_explain_plan_timing(PlanState *top, ExplainState *es)
+{
+	const char *name;
+	int64		khz;
+	const char *source;
+	TsPlanTiming timing;
+
+	ts_explain_clock(top, &name, &khz, &source, &timing);
+
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+	{
+		StringInfoData buf;
+
+		initStringInfo(&buf);
+		appendStringInfoString(&buf, name);
+		if (khz > 0)
+			appendStringInfo(&buf, " %.0f MHz", (double) khz / 1000.0);
+		if (source != NULL)
+			appendStringInfo(&buf, " (%s)", source);
+		if (timing.sample_every > 1)
+			appendStringInfo(&buf, ", sampled 1 in %d calls",
+							 timing.sample_every);
+		if (timing.subtracted)
+			appendStringInfoString(&buf, ", overhead subtracted");
+		ExplainPropertyText("Timing", buf.data, es);
+		pfree(buf.data);
+	}
+	else
+	{
+		ExplainPropertyText("Timing Clock", name, es);
+		if (khz > 0)
+			ExplainPropertyInteger("Timing Clock Frequency", "kHz", khz, es);
+		if (source != NULL)
+			ExplainPropertyText("Timing Frequency Source", source, es);
+		if (timing.sample_every > 1)
+			ExplainPropertyInteger("Timing Sampled Every", NULL,
+								   timing.sample_every, es);
+		ExplainPropertyBool("Timing Overhead Subtracted", timing.subtracted, es);
+	}
+}
+
 static void
 ts_explain_per_node(PlanState *planstate, List *ancestors,
 					const char *relationship, const char *plan_name,
 					struct ExplainState *es)
 {
-	uint64		n;
+	double		overhead_ns;
 
 	if (prev_explain_per_node)
 		prev_explain_per_node(planstate, ancestors, relationship, plan_name, es);
 
-	if (ancestors == NIL && es->analyze && es->timing &&
-		(n = ts_node_sample_every(planstate)) > 1)
-		ExplainPropertyText("Timing",
-							psprintf("sampled, 1 in " UINT64_FORMAT " calls", n),
-							es);
+	if (!es->analyze || !es->timing)
+		return;
 
-	if (es->analyze && es->timing)
-		ts_explain_estimate(planstate, es);
+	overhead_ns = ts_node_overhead_ns(planstate);
+	if (overhead_ns >= 0)
+	{
+		double		ms = overhead_ns / 1e6;
+
+		if (es->format == EXPLAIN_FORMAT_TEXT)
+			ExplainPropertyText("Timing Overhead",
+								psprintf("~%.*f ms%s", ms < 0.1 ? 3 : 1, ms,
+										 ts_node_overhead_subtracted(planstate) ?
+										 " (subtracted)" : ""),
+								es);
+		else
+			ExplainPropertyFloat("Timing Overhead", "ms", ms, 3, es);
+	}
+
+	ts_explain_estimate(planstate, es);
+
+	if (ancestors == NIL)
+		ts_explain_plan_timing(planstate, es);
 }
 
 void

@@ -83,6 +83,7 @@
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 
 /*
  * Plan node calls timed with the TSC by this process since it last added
@@ -126,6 +127,15 @@ typedef struct TsInstrumentation
 	int64		gap_sum;		/* sum of all gaps drawn: minus countdown,
 								 * the number of calls that could be sampled */
 	double		capped_ns;		/* what the caps took off the estimate */
+
+	/*
+	 * Exact timing: calls that returned no tuple (once per completed loop,
+	 * so counting them is off the hot path), which with the tuples gives
+	 * the calls this process made; the overhead estimate once made.
+	 */
+	double		nulls;
+	double		overhead_ns;	/* < 0: not estimated yet */
+	bool		subtracted;		/* removed from total and startup */
 } TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
@@ -402,6 +412,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (!TupIsNull(result))
 		instr->tuplecount += 1.0;
+	else if (timing == TS_TIME_EXACT)
+		((TsInstrumentation *) instr)->nulls += 1.0;
 
 	return result;
 }
@@ -457,6 +469,9 @@ typedef struct TsWrapperSet
 {
 	TimingClockSource clock;	/* the clock they read */
 	ExecProcNodeMtd first;		/* every call timed */
+	ExecProcNodeMtd timer;		/* its variants */
+	ExecProcNodeMtd full;
+	ExecProcNodeMtd wide;
 	ExecProcNodeMtd first_sampled;	/* timing_source.sample_every > 1 */
 	ExecProcNodeMtd sampled;
 	ExecProcNodeMtd sampled_full;
@@ -492,7 +507,8 @@ set##_first_sampled(PlanState *node) \
 						 TS_WIDE(set##_sampled_wide)); \
 } \
 static const TsWrapperSet set = { \
-	clock, set##_first, set##_first_sampled, set##_sampled, set##_sampled_full, \
+	clock, set##_first, set##_timer, set##_full, TS_WIDE(set##_wide), \
+	set##_first_sampled, set##_sampled, set##_sampled_full, \
 	TS_WIDE(set##_sampled_wide) \
 };
 
@@ -686,11 +702,13 @@ ts_bind_node(PlanState *node, void *context)
 		}
 		else
 		{
+			TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+
+			memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
+			ti->overhead_ns = -1.0;
+			node->instrument = &ti->instr;
 			if (bc->sample_every > 1)
 			{
-				TsInstrumentation *ti = MemoryContextAlloc(bc->cxt, sizeof(TsInstrumentation));
-
-				memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
 				ti->weight = (uint64) bc->sample_every;
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 				ti->countdown = ts_sample_gap(ti);
@@ -699,19 +717,482 @@ ts_bind_node(PlanState *node, void *context)
 				ti->sumsq_ns = 0.0;
 				ti->gap_sum = ti->countdown;
 				ti->capped_ns = 0.0;
-				node->instrument = &ti->instr;
 				node->ExecProcNode = bc->set->first_sampled;
 			}
 			else
+			{
+				ti->weight = 1;
 				node->ExecProcNode = bc->set->first;
+			}
 			bc->ntimed++;
 			if (TS_CLOCK_TRACKS_NODES)
 				bc->timed = lappend(bc->timed, node);
 		}
 		bc->nusage[ts_node_usage(node->instrument)]++;
 	}
+	else if (node->instrument != NULL && ts_multi_exec_node(node) &&
+			 bc->sample_every <= 1 &&
+			 TS_INSTR_FLAGS(node->instrument)->need_timer)
+	{
+		/*
+		 * Core times it, exactly: give it the larger struct too, so that
+		 * its overhead estimate has a place (weight 0 marks core's timing).
+		 */
+		TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+
+		memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
+		ti->overhead_ns = -1.0;
+		node->instrument = &ti->instr;
+	}
 
 	return planstate_tree_walker(node, ts_bind_node, context);
+}
+
+/*
+ * The instrumentation's own cost (timing_source.subtract_overhead).
+ *
+ * An exactly timed node's total includes, per call, the part of its own
+ * clock reads that falls between them, and per call of each timed node
+ * beneath it everything that node's timing costs (a read pair and the
+ * wrapper's bookkeeping).  Both per-call costs are measured once per
+ * process and variant, the first time an estimate is needed, by running
+ * the very wrapper a node runs around an empty node function (see
+ * docs/internals.md for why not per query and not in the postmaster);
+ * the calls come from the node's own counts.
+ */
+typedef struct TsCallCost
+{
+	bool		measured;
+	double		inside_ns;		/* per call, inside the node's own interval */
+	double		outside_ns;		/* per call, seen only by what encloses it */
+} TsCallCost;
+
+#define TS_CAL_CALLS	1000
+#define TS_CAL_BATCHES	15
+
+/* [wrapper set][usage variant]; core's start/stop pair [with usage] */
+static TsCallCost ts_wrapper_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
+static TsCallCost ts_core_cost[2];
+
+static TupleTableSlot ts_cal_slot;	/* zeroed: not empty, a "tuple" */
+
+/*
+ * The calibration node does per call what the cheapest real nodes do per
+ * tuple: a few loads and stores that depend on each other, with branches.
+ * Around an empty function the wrapper's two reads would run back to back
+ * and cost what their throughput allows; around work, the CPU overlaps
+ * part of them with it, as it does in a real plan.
+ */
+#define TS_CAL_WORK		32
+static uint64 ts_cal_buf[4096];
+static int	ts_cal_pos = 0;
+static uint64 ts_cal_state = 1;
+
+static pg_noinline TupleTableSlot *
+ts_cal_node(PlanState *node)
+{
+	uint64		x = ts_cal_state;
+	int			p = ts_cal_pos;
+
+	for (int i = 0; i < TS_CAL_WORK; i++)
+	{
+		uint64		v = ts_cal_buf[p];
+
+		if (v & 1)
+			x += v;
+		else
+			x ^= v >> 3;
+		ts_cal_buf[p] = v + x;
+		p = (p + 7) & (lengthof(ts_cal_buf) - 1);
+	}
+	ts_cal_pos = p;
+	ts_cal_state = x;
+	return &ts_cal_slot;
+}
+
+static double
+ts_median(double *v, int n)
+{
+	/* insertion sort: a handful of values */
+	for (int i = 1; i < n; i++)
+		for (int j = i; j > 0 && v[j - 1] > v[j]; j--)
+		{
+			double		t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[n / 2];
+}
+
+/*
+ * Time TS_CAL_CALLS calls of the calibration node, called directly,
+ * through "rows" (the same wrapper without a clock: what TIMING OFF runs)
+ * and through "wrapper" (NULL: core's InstrStartNode/InstrStopNode around
+ * it), in several batches, and keep the medians of each batch's
+ * differences: a batch that was preempted does not move them.  The cost is timing's: what the timed
+ * wrapper costs beyond the clock-less one.  Between two calls the
+ * calibration node's work runs once more, as a parent's would: one call's
+ * last read does not meet the next call's first.
+ */
+static void
+ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
+			   TsCallCost *cost)
+{
+	TsInstrumentation *ti = palloc0(sizeof(TsInstrumentation));
+	PlanState  *ps = palloc0(sizeof(PlanState));
+	Instrumentation *flags = TS_INSTR_FLAGS(&ti->instr);
+	double		direct[TS_CAL_BATCHES];
+	double		wrapped[TS_CAL_BATCHES];
+	double		inside[TS_CAL_BATCHES];
+	double		base[TS_CAL_BATCHES];
+	uint64		saved_calls = ts_pending_calls;
+	double		d;
+
+	flags->need_timer = true;
+	flags->need_bufusage = usage;
+	ps->instrument = &ti->instr;
+	ps->ExecProcNodeReal = ts_cal_node;
+	ps->ExecProcNode = wrapper;
+	ti->weight = 1;
+
+	for (int b = 0; b < TS_CAL_BATCHES; b++)
+	{
+		uint64		t0,
+					t1;
+
+		t0 = tsclock_system_ns();
+		for (int i = 0; i < TS_CAL_CALLS; i++)
+			(void) ps->ExecProcNodeReal(ps);
+		t1 = tsclock_system_ns();
+		direct[b] = (double) (t1 - t0) / TS_CAL_CALLS;
+
+		/* the reference: each call followed by its parent's work */
+		t0 = tsclock_system_ns();
+		for (int i = 0; i < TS_CAL_CALLS; i++)
+		{
+			(void) (rows != NULL ? rows(ps) : ps->ExecProcNodeReal(ps));
+			(void) ts_cal_node(NULL);
+		}
+		t1 = tsclock_system_ns();
+		base[b] = (double) (t1 - t0) / TS_CAL_CALLS;
+
+		INSTR_TIME_SET_ZERO(ti->instr.counter);
+		ti->instr.running = false;
+		t0 = tsclock_system_ns();
+		if (wrapper != NULL)
+		{
+			for (int i = 0; i < TS_CAL_CALLS; i++)
+			{
+				(void) ps->ExecProcNode(ps);
+				(void) ts_cal_node(NULL);
+			}
+		}
+		else
+		{
+			for (int i = 0; i < TS_CAL_CALLS; i++)
+			{
+				InstrStartNode(&ti->instr);
+				(void) ps->ExecProcNodeReal(ps);
+				InstrStopNode(&ti->instr, 1.0);
+				(void) ts_cal_node(NULL);
+			}
+		}
+		t1 = tsclock_system_ns();
+		wrapped[b] = (double) (t1 - t0) / TS_CAL_CALLS - base[b];
+		inside[b] = TS_NODE_COUNTER_NS(&ti->instr) / TS_CAL_CALLS - direct[b];
+	}
+	/* the calibration's calls are not the workload's */
+	ts_pending_calls = saved_calls;
+
+	/*
+	 * Each batch's differences, from loops run back to back, then their
+	 * medians: a slow stretch of the machine moves a batch's loops alike.
+	 */
+	d = ts_median(direct, TS_CAL_BATCHES);
+	cost->inside_ns = Max(ts_median(inside, TS_CAL_BATCHES), 0.0);
+	cost->outside_ns = Max(ts_median(wrapped, TS_CAL_BATCHES) -
+						   cost->inside_ns, 0.0);
+	cost->measured = true;
+	pfree(ps);
+	pfree(ti);
+	ereport(DEBUG3,
+			(errmsg_internal("timing_source: %s per call: %.2f ns inside the node's interval, %.2f ns outside (%.2f direct)",
+							 wrapper == NULL ? "core's node timing" : "the node wrappers' timing",
+							 cost->inside_ns, cost->outside_ns, d)));
+}
+
+/* A bound query's settings, for its overhead estimate and EXPLAIN */
+typedef struct TsPlanEntry
+{
+	TsQueryEntry entry;			/* must be first */
+	const TsWrapperSet *set;
+	int			sample_every;
+	bool		subtract;
+	bool		estimated;		/* the estimate has been made */
+} TsPlanEntry;
+
+static TsQueryList ts_plans;
+
+/* the entry of the query a plan state belongs to, or NULL */
+static TsPlanEntry *
+ts_plan_of(PlanState *node)
+{
+	for (TsQueryEntry *e = ts_plans.head; e != NULL; e = e->next)
+	{
+		if (e->queryDesc->estate == node->state)
+			return (TsPlanEntry *) e;
+	}
+	return NULL;
+}
+
+/* whether the node runs one of the set's exactly timing wrappers */
+static bool
+ts_is_exact(PlanState *node, const TsWrapperSet *set)
+{
+	return node->ExecProcNode == set->first ||
+		node->ExecProcNode == set->timer ||
+		node->ExecProcNode == set->full ||
+		(set->wide != NULL && node->ExecProcNode == set->wide);
+}
+
+typedef struct TsOverheadWalk
+{
+	TsPlanEntry *plan;
+	bool		subtract;		/* adjust the times (else only estimate) */
+	double		below_ns;		/* what the children's timing added */
+} TsOverheadWalk;
+
+static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
+							   bool subtract);
+
+static bool
+ts_overhead_child(PlanState *child, void *arg)
+{
+	TsOverheadWalk *w = (TsOverheadWalk *) arg;
+
+	if (child != NULL)
+		w->below_ns += ts_overhead_node(child, w->plan, w->subtract);
+	return false;
+}
+
+/*
+ * Processes a node ran in: the leader if it ran there, and each worker
+ * that ran it.  A Gather waits for them side by side, so what their
+ * timing cost reaches it divided among them.
+ */
+static int
+ts_participants(PlanState *node)
+{
+	TsWorkerInstr *w;
+	double		wloops = 0;
+	int			n = 0;
+
+	if (node == NULL || node->instrument == NULL)
+		return 1;
+	w = node->worker_instrument;
+	if (w != NULL)
+		for (int i = 0; i < w->num_workers; i++)
+		{
+			wloops += w->instrument[i].nloops;
+			if (w->instrument[i].nloops > 0)
+				n++;
+		}
+	if (node->instrument->nloops - wloops > 0)
+		n++;
+	return Max(n, 1);
+}
+
+/*
+ * Estimate (and with "subtract" remove) the node's instrumentation cost,
+ * its subtree's first; returns what the node's timing adds to whatever
+ * encloses its calls.
+ */
+static double
+ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
+{
+	TsOverheadWalk below;
+	TsNodeInstr *instr = node->instrument;
+	TsInstrumentation *ti = NULL;
+	const TsCallCost *cost;
+	double		calls;
+	double		own;
+	double		total_ns;
+
+	check_stack_depth();
+
+	below.plan = plan;
+	below.subtract = subtract;
+	below.below_ns = 0;
+	(void) planstate_tree_walker(node, ts_overhead_child, &below);
+
+	if (instr == NULL || !TS_INSTR_FLAGS(instr)->need_timer)
+		return below.below_ns;
+
+	if (IsA(node, GatherState) || IsA(node, GatherMergeState))
+		below.below_ns /= ts_participants(outerPlanState(node));
+
+	/* as EXPLAIN would: the last loop's figures into the totals */
+	InstrEndLoop(instr);
+
+	if (ts_is_exact(node, plan->set))
+	{
+		TsUsage usage = ts_node_usage(instr);
+		int			set_index = 0;
+		TsWorkerInstr *w = node->worker_instrument;
+		double		wtuples = 0;
+		double		wcalls = 0;
+
+		ti = (TsInstrumentation *) instr;
+		while (ts_wrapper_sets[set_index] != plan->set)
+			set_index++;
+		if (!ts_wrapper_cost[set_index][usage].measured)
+		{
+			ExecProcNodeMtd wrappers[] = {plan->set->timer, plan->set->full,
+			plan->set->wide};
+			ExecProcNodeMtd rows[] = {ts_exec_proc_node_rows,
+				ts_exec_proc_node_rows_full,
+			TS_WIDE(ts_exec_proc_node_rows_wide)};
+
+			ts_cal_measure(wrappers[usage], rows[usage], usage != TS_USAGE_NONE,
+						   &ts_wrapper_cost[set_index][usage]);
+		}
+		cost = &ts_wrapper_cost[set_index][usage];
+
+		/*
+		 * This process counted its calls; a worker's, copied back without
+		 * the count of empty returns, are at most one more per loop than
+		 * its tuples.
+		 */
+		if (w != NULL)
+			for (int i = 0; i < w->num_workers; i++)
+			{
+				wtuples += w->instrument[i].ntuples;
+				wcalls += w->instrument[i].ntuples + w->instrument[i].nloops;
+			}
+		calls = Max(instr->ntuples - wtuples, 0.0) + ti->nulls + wcalls;
+	}
+	else
+	{
+		int			usage = (TS_INSTR_FLAGS(instr)->need_bufusage ||
+							 TS_INSTR_FLAGS(instr)->need_walusage) ? 1 : 0;
+
+		if (!ts_core_cost[usage].measured)
+			ts_cal_measure(NULL, NULL, usage, &ts_core_cost[usage]);
+		cost = &ts_core_cost[usage];
+
+		/*
+		 * Core times it: once per loop for a node it runs through
+		 * MultiExecProcNode (and then the struct is ours), else per call,
+		 * at most one more than its tuples per loop.
+		 */
+		if (ts_multi_exec_node(node))
+		{
+			calls = instr->nloops;
+			if (plan->sample_every <= 1)
+				ti = (TsInstrumentation *) instr;
+		}
+		else
+			calls = instr->ntuples + instr->nloops;
+	}
+
+	/* never more than the node's own total */
+	total_ns = ts_node_total_s(instr) * 1e9;
+	own = calls * cost->inside_ns + below.below_ns;
+	if (own > total_ns)
+		own = total_ns;
+	if (own < 0)
+		own = 0;
+
+	if (ti != NULL)
+	{
+		if (subtract && !ti->subtracted)
+		{
+			double		total_s = ts_node_total_s(instr);
+			double		left_s = Max(total_s - own / 1e9, 0.0);
+			double		startup_s = ts_node_startup_s(instr);
+
+			/*
+			 * Startup is what the first calls of each loop took, overhead
+			 * included: scaled as the total is, it stays within it.
+			 */
+			if (total_s > 0)
+				startup_s = Min(startup_s * (left_s / total_s), left_s);
+			else
+				startup_s = 0;
+			ts_node_set_times(instr, left_s, startup_s);
+			ti->subtracted = true;
+		}
+		ti->overhead_ns = own;
+	}
+
+	return own + calls * cost->outside_ns;
+}
+
+/* the top node's estimate of the query that ended last, for compare() */
+static double ts_last_top_ns = -1.0;
+
+double
+ts_last_top_overhead_ns(void)
+{
+	return ts_last_top_ns;
+}
+
+void
+ts_reset_last_top_overhead(void)
+{
+	ts_last_top_ns = -1.0;
+}
+
+/* estimate the overhead of every node of a bound query, once */
+static void
+ts_plan_estimate(TsPlanEntry *plan, bool subtract)
+{
+	QueryDesc  *queryDesc = plan->entry.queryDesc;
+	ListCell   *lc;
+
+	if (plan->estimated || plan->sample_every > 1)
+		return;
+	plan->estimated = true;
+	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
+	foreach(lc, queryDesc->estate->es_subplanstates)
+		(void) ts_overhead_node((PlanState *) lfirst(lc), plan, subtract);
+}
+
+double
+ts_node_overhead_ns(PlanState *node)
+{
+	TsPlanEntry *plan;
+
+	if (node == NULL || node->instrument == NULL ||
+		(plan = ts_plan_of(node)) == NULL || plan->sample_every > 1)
+		return -1.0;
+	if (!ts_is_exact(node, plan->set) &&
+		!(ts_multi_exec_node(node) && TS_INSTR_FLAGS(node->instrument)->need_timer))
+		return -1.0;
+	ts_plan_estimate(plan, false);
+	return ((TsInstrumentation *) node->instrument)->overhead_ns;
+}
+
+bool
+ts_node_overhead_subtracted(PlanState *node)
+{
+	if (ts_node_overhead_ns(node) < 0)
+		return false;
+	return ((TsInstrumentation *) node->instrument)->subtracted;
+}
+
+bool
+ts_plan_timing(PlanState *node, TsPlanTiming *timing)
+{
+	TsPlanEntry *plan = ts_plan_of(node);
+
+	if (plan == NULL)
+		return false;
+	timing->clock = plan->set->clock;
+	timing->sample_every = plan->sample_every;
+	timing->subtracted = plan->subtract && plan->sample_every <= 1;
+	return true;
 }
 
 static void
@@ -781,6 +1262,15 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (bc.ntimed == 0)
 		return;
+	if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+	{
+		TsPlanEntry *plan = ts_query_add(&ts_plans, queryDesc,
+										 sizeof(TsPlanEntry));
+
+		plan->set = bc.set;
+		plan->sample_every = bc.sample_every;
+		plan->subtract = ts_subtract_overhead;
+	}
 	ts_clock_query_start(queryDesc, bc.timed);
 }
 
@@ -807,6 +1297,30 @@ ts_last_top_estimate(TsSampleEstimate *est)
 		return false;
 	*est = ts_top_estimate;
 	return true;
+}
+
+/*
+ * EXPLAIN and auto_explain print after ExecutorFinish and before
+ * ExecutorEnd: the last point where the printed times can still be
+ * adjusted.
+ */
+static void
+ts_ExecutorFinish(QueryDesc *queryDesc)
+{
+	TsPlanEntry *plan;
+
+	if (prev_ExecutorFinish)
+		prev_ExecutorFinish(queryDesc);
+	else
+		standard_ExecutorFinish(queryDesc);
+
+	plan = ts_query_find(&ts_plans, queryDesc);
+	if (plan != NULL && plan->sample_every <= 1)
+	{
+		ts_plan_estimate(plan, plan->subtract);
+		if (queryDesc->planstate->instrument != NULL)
+			ts_last_top_ns = ts_node_overhead_ns(queryDesc->planstate);
+	}
 }
 
 static void
@@ -881,6 +1395,8 @@ ts_instrument_init(void)
 	ExecutorStart_hook = ts_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
+	prev_ExecutorFinish = ExecutorFinish_hook;
+	ExecutorFinish_hook = ts_ExecutorFinish;
 	ts_clock_init();
 	ts_explain_init();
 }
@@ -890,7 +1406,8 @@ ts_instrument_init(void)
 /*
  * No TSC in this build of an extension for 15-18, or instr_time is not in
  * nanoseconds, or a major the wrappers do not know (20devel): only core's
- * own path is offered.  Nothing to install.
+ * own path is offered.  Nothing to install but EXPLAIN's note naming
+ * core's clock, where core has the hook.
  */
 bool
 ts_instrument_samples(bool tsc)
@@ -921,9 +1438,43 @@ ts_estimate_why_text(TsEstimateWhy why)
 	return NULL;
 }
 
+double
+ts_last_top_overhead_ns(void)
+{
+	return -1.0;
+}
+
+void
+ts_reset_last_top_overhead(void)
+{
+}
+
+#ifdef TS_HAVE_EXECUTOR_HOOK
+double
+ts_node_overhead_ns(PlanState *node)
+{
+	return -1.0;
+}
+
+bool
+ts_node_overhead_subtracted(PlanState *node)
+{
+	return false;
+}
+
+bool
+ts_plan_timing(PlanState *node, TsPlanTiming *timing)
+{
+	return false;
+}
+#endif
+
 void
 ts_instrument_init(void)
 {
+#ifdef TS_HAVE_EXECUTOR_HOOK
+	ts_explain_init();
+#endif
 }
 
 #endif

@@ -241,7 +241,34 @@ extern void ts_clock_probation_start(QueryDesc *queryDesc);
 /* The N of a node bound to sampled timing, else 0 (instrument.c) */
 extern uint64 ts_node_sample_every(PlanState *node);
 
-/* EXPLAIN's note on sampled timing, where core has the hook (explain.c) */
+#endif							/* TS_HAVE_NODE_WRAPPERS */
+
+#ifdef TS_HAVE_EXECUTOR_HOOK
+
+/*
+ * The estimated instrumentation cost included in an exactly timed node's
+ * total, all loops (>= 0, ns), once its query has run; < 0 for a node
+ * not exactly timed.  Whether it was removed from the node's times
+ * (timing_source.subtract_overhead).  Without the wrappers: never.
+ */
+extern double ts_node_overhead_ns(PlanState *node);
+extern bool ts_node_overhead_subtracted(PlanState *node);
+
+/* How the wrappers timed a plan state's query, if they did */
+typedef struct TsPlanTiming
+{
+	TimingClockSource clock;
+	int			sample_every;	/* > 1: sampled */
+	bool		subtracted;		/* overhead removed from printed times */
+} TsPlanTiming;
+
+extern bool ts_plan_timing(PlanState *node, TsPlanTiming *timing);
+
+/*
+ * EXPLAIN's notes on how a plan was timed, where core has the hook
+ * (explain.c); also in builds without the wrappers, whose plans core
+ * times with the system clock
+ */
 #ifdef TS_HAVE_EXPLAIN_NODE_HOOK
 extern void ts_explain_init(void);
 #else
@@ -251,7 +278,7 @@ ts_explain_init(void)
 }
 #endif
 
-#endif							/* TS_HAVE_NODE_WRAPPERS */
+#endif							/* TS_HAVE_EXECUTOR_HOOK */
 
 #include "nodes/execnodes.h"
 

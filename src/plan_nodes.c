@@ -316,7 +316,19 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 			}
 		}
 	}
-	/* overhead_ms (13) and execution_ms (14) are filled in by the caller */
+	/* exactly timed nodes: the instrumentation's estimated cost */
+	if (ps->instrument != NULL)
+	{
+		double		overhead_ns = ts_node_overhead_ns(ps);
+
+		if (overhead_ns >= 0)
+		{
+			row->values[13] = ts_fixed_datum(desc, 13, overhead_ns / 1e6,
+											 TS_MS_SCALE);
+			row->nulls[13] = false;
+		}
+	}
+	/* execution_ms (14) is filled in by the caller */
 	nr->rows = lappend(nr->rows, row);
 	MemoryContextSwitchTo(oldcxt);
 }

@@ -65,6 +65,7 @@ static const struct config_enum_entry server_source_options[] = {
 static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
 int			ts_sample_every = 1;
+bool		ts_subtract_overhead = false;
 bool		ts_node_wrappers = true;
 
 /*
@@ -498,6 +499,19 @@ _PG_init(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("timing_source.subtract_overhead",
+							 "Removes the estimated cost of timing itself from exactly timed plan nodes' times.",
+							 "On, EXPLAIN ANALYZE and auto_explain print each exactly timed node's times "
+							 "less an estimate of what its own clock reads and those of the timed nodes "
+							 "beneath it cost, from a per-call cost measured in this process; never below "
+							 "zero.  Changes printed figures only, never the clock; no effect on sampled "
+							 "timing or where core times the nodes.",
+							 &ts_subtract_overhead,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("timing_source");
 

@@ -82,6 +82,20 @@ extern bool ts_core_owns_setting;
 extern int	ts_sample_every;
 
 /*
+ * timing_source.subtract_overhead: remove the estimated instrumentation
+ * cost from exactly timed nodes' printed times
+ */
+extern bool ts_subtract_overhead;
+
+/*
+ * The top node's estimated instrumentation cost (ns) in the last query
+ * the wrappers timed exactly, < 0 if none since the reset (instrument.c,
+ * for timing_source_compare)
+ */
+extern double ts_last_top_overhead_ns(void);
+extern void ts_reset_last_top_overhead(void);
+
+/*
  * timing_source.node_wrappers (19+): time plan nodes through the
  * extension's wrappers, reading core's clock, rather than core's own
  */

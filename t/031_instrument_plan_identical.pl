@@ -9,9 +9,13 @@
 # - EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) with timing on, also with
 #	BUFFERS and in JSON, after masking the time figures only,
 # - the same timed statements with sampled timing (timing_source.sample_every
-#	= 64): rows, loops and buffers exact, only the times estimated (on 18
-#	the line EXPLAIN adds for it, "Timing: sampled, 1 in 64 calls", is
-#	checked and then dropped).
+#	= 64): rows, loops and buffers exact, only the times estimated.
+#
+# On 18 and later the library's EXPLAIN hook adds notes to timed plans: a
+# plan-level "Timing: <clock>..." line (with ", sampled 1 in 64 calls"
+# when sampled) and per exactly timed node "Timing Overhead: ~N ms", in
+# text, and their fields in JSON.  They are counted here (what they say is
+# test/sql/overhead's and t/080's) and then dropped before comparing.
 #
 # On 19 and later the wrappers read core's clock (timing_source.
 # node_wrappers, on by default); there the loaded server also runs
@@ -155,7 +159,20 @@ my $sampled =
   explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
 	@timed_options);
 # the line 18's EXPLAIN hook adds to a sampled plan, in text or JSON
-my $sampled_line = qr/^\s*(?:Timing: sampled, 1 in 64 calls|"Timing": "sampled, 1 in 64 calls",?)$/m;
+my $sampled_line = qr/^\s*(?:Timing: [^\n]*, sampled 1 in 64 calls|"Timing Sampled Every": 64,?)$/m;
+
+# the plan-level note, once per timed plan (text line or JSON field)
+my $clock_line = qr/^\s*(?:Timing: (?:TSC|system clock)[^\n]*|"Timing Clock": "(?:TSC|system clock)",?)$/m;
+
+# drop every note of the hook: text lines, JSON fields with the comma
+# that joined them to the field before
+sub drop_notes
+{
+	my ($out) = @_;
+	$out =~ s/^\s*Timing(?: Overhead)?: [^\n]*\n//mg;
+	$out =~ s/,\n\s*"Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)": (?:"[^"\n]*"|[^\n,]*)(?=,?\n)//g;
+	return $out;
+}
 my $nsampled = () = $sampled =~ /$sampled_line/g;
 # 18 samples with the TSC only; 19 with whichever clock core uses
 is($nsampled,
@@ -217,7 +234,19 @@ $node->restart;
 my $wrappers_off = $core_owns
   ? explain_all("SET timing_clock_source = '$tsc'; SET timing_source.node_wrappers = off;\n")
   : '';
-s/$sampled_line\n//g for ($sampled, $sampled_plain);
+# 18+: every timed plan names its clock once, the exactly timed ones
+# where the wrappers timed them also carry per-node estimates
+my $ntimed_plans = scalar(@queries) * scalar(@timed_options) + 2;
+my $nclock = () = $loaded =~ /$clock_line/g;
+is($nclock, $major >= 18 ? $ntimed_plans : 0,
+	'18+: each timed plan names its clock once (WAL statements included); none before 18');
+my $nestimates = () = $loaded =~ /^\s*(?:Timing Overhead: ~[0-9.]+ ms|"Timing Overhead": [0-9.]+,?)$/mg;
+ok(($major >= 19 || ($major >= 18 && $tsc eq 'tsc')) ? $nestimates > 0 : $nestimates == 0,
+	'18+: per-node estimates where the wrappers time exactly, none elsewhere');
+my $nclock_off = () = explain_all("SET timing_clock_source = '$tsc';\n",
+	grep { /TIMING OFF/ || !/ANALYZE/ } @options) =~ /$clock_line/g;
+is($nclock_off, 0, 'no note without ANALYZE or with TIMING OFF');
+$_ = drop_notes($_) for ($loaded, $sampled, $loaded_plain, $sampled_plain, $wrappers_off);
 
 # Where the TSC is used, make sure it really was: the hook reports the
 # nodes it binds at DEBUG1

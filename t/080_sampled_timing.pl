@@ -4,8 +4,9 @@
 # Rows and loops stay exact; totals are estimates, unbiased whatever the
 # call durations (that the choice is random, so that it cannot alias with
 # a workload whose slow calls come every N-th row, is t/081's).  On PostgreSQL 18 EXPLAIN and
-# auto_explain say "Timing: sampled, 1 in N calls"; earlier majors have no
-# hook for it, and the setting's description says it.
+# auto_explain name the clock and say ", sampled 1 in N calls" on the
+# plan-level "Timing:" line; earlier majors have no hook for it, and the
+# setting's description says it.
 #
 # Where the TSC is unusable the setting changes nothing on 15-18: core
 # times every call with the system clock.  On 19 and later the wrappers
@@ -159,23 +160,31 @@ my $text = $node->safe_psql('postgres',
 	"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, COSTS OFF) $cq");
 my $text1 = $node->safe_psql('postgres',
 	"SET timing_source.sample_every = 1; EXPLAIN (ANALYZE, COSTS OFF) $cq");
-unlike($text1, qr/Timing: sampled/, 'exact timing: no sampling line');
+unlike($text1, qr/sampled 1 in/, 'exact timing: no sampling note');
 if ($major >= 19 || ($major >= 18 && $tsc))
 {
-	like($text, qr/^Aggregate \(actual time=.*\n(?:  [A-Z].*\n)*  Timing: sampled, 1 in 64 calls$/m,
+	like($text, qr/^Aggregate \(actual time=.*\n(?:  [A-Z].*\n)*  Timing: (?:TSC|system clock)[^\n]*, sampled 1 in 64 calls$/m,
 		'18+: EXPLAIN says the times are sampled, on the top node');
+	like($text1, qr/^Aggregate \(actual time=.*\n(?:  [A-Z].*\n)*  Timing: (?:TSC \d+ MHz(?: \([^)\n]*\))?|system clock)$/m,
+		'18+: and names the clock of exactly timed plans');
 	my $off = $node->safe_psql('postgres',
 		"SET timing_source.sample_every = 64; EXPLAIN (ANALYZE, TIMING OFF, COSTS OFF) $cq");
-	unlike($off, qr/Timing: sampled/, 'but not under TIMING OFF');
+	unlike($off, qr/Timing(?: Overhead)?: (?:~|TSC|system)/, 'but nothing under TIMING OFF');
 	my $offset = -s $node->logfile;
 	$node->safe_psql('postgres', "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
 		  . "SET timing_source.sample_every = 64; $cq");
-	like(slurp_file($node->logfile, $offset), qr/Timing: sampled, 1 in 64 calls/,
+	like(slurp_file($node->logfile, $offset), qr/Timing: (?:TSC|system clock)[^\n]*, sampled 1 in 64 calls/,
 		'18+: auto_explain says so too');
+	$offset = -s $node->logfile;
+	$node->safe_psql('postgres', "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
+		  . "SET auto_explain.log_analyze = on; SET timing_source.subtract_overhead = on; $cq");
+	like(slurp_file($node->logfile, $offset),
+		qr/Timing Overhead: ~[0-9.]+ ms \(subtracted\)\n.*Timing: (?:TSC|system clock)[^\n]*, overhead subtracted/s,
+		'18+: auto_explain shows the estimates and the clock, subtracted');
 }
 else
 {
-	unlike($text, qr/Timing: sampled/,
+	unlike($text, qr/sampled 1 in/,
 		$tsc ? "PostgreSQL $major has no EXPLAIN hook: no line (see the setting's description)"
 		: 'no sampling without the TSC, so no line');
 }
