@@ -169,8 +169,8 @@ my $clock_line = qr/^\s*(?:Timing: (?:TSC|system clock)[^\n]*|"Timing Clock": "(
 sub drop_notes
 {
 	my ($out) = @_;
-	$out =~ s/^\s*Timing(?: Overhead)?: [^\n]*\n//mg;
-	$out =~ s/,\n\s*"Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)": (?:"[^"\n]*"|[^\n,]*)(?=,?\n)//g;
+	$out =~ s/^\s*(?:Timing(?: Overhead)?|Sampled): [^\n]*\n//mg;
+	$out =~ s/,\n\s*"(?:Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)|Sampled (?:Every|Calls)|Total Time Margin|Estimate Reliable)": (?:"[^"\n]*"|[^\n,]*)(?=,?\n)//g;
 	return $out;
 }
 my $nsampled = () = $sampled =~ /$sampled_line/g;
