@@ -83,14 +83,22 @@ pgb_secs=5 pgb_rounds=3
 [ -n "${BENCH_SHORT:-}" ] && reps=3 pgb_secs=3 pgb_rounds=1
 csvdir="$ROOT/bench/results"
 do_pgbench=1
+do_tpch=0 tpch_scale=0.05 tpch_subtract=1 tpch_rounds=
+short=0
+[ -n "${BENCH_SHORT:-}" ] && short=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
-		--short) reps=3 pgb_secs=3 pgb_rounds=1 ;;
+		--short) reps=3 pgb_secs=3 pgb_rounds=1 short=1 ;;
+		--tpch) do_tpch=1 ;;
+		--tpch-only) do_tpch=2 ;;
+		--tpch-scale) tpch_scale=$2; shift ;;
+		--tpch-rounds) tpch_rounds=$2; shift ;;
+		--tpch-no-subtract) tpch_subtract=0 ;;
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,74p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,107p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -98,6 +106,13 @@ done
 case $reps in
 	''|*[!0-9]*|0) echo "--reps needs a positive number" >&2; exit 2 ;;
 esac
+# the TPC-H run: 10 rounds, 4 with --short
+[ -n "$tpch_rounds" ] || { tpch_rounds=10; [ "$short" = 1 ] && tpch_rounds=4; }
+case $tpch_rounds in
+	''|*[!0-9]*|0) echo "--tpch-rounds needs a positive number" >&2; exit 2 ;;
+esac
+[[ $tpch_scale =~ ^(0|[1-9][0-9]*)?(\.[0-9]+)?$ ]] && awk -v s="$tpch_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
+	{ echo "--tpch-scale needs a number above 0, at most 10" >&2; exit 2; }
 
 # ---- set-up of a throw-away cluster when no server is given ----
 if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
@@ -155,6 +170,8 @@ seed_workload() {
 	if [ "$(psql_db -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'ts_bench'")" = 0 ]; then
 		psql_db -d postgres -c 'CREATE DATABASE ts_bench'
 	fi
+	# the TPC-H run alone needs none of the seed tables
+	[ "$do_tpch" = 2 ] && return 0
 	seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
 	seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
 	seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
@@ -169,6 +186,43 @@ pgver=$(psql_db -At -c 'SHOW server_version')
 pgnum=$(psql_db -At -c 'SHOW server_version_num')
 clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
 stamp=$(date -u +%Y%m%d-%H%M%S)
+
+# ---- the TPC-H-shaped accuracy run (scripts/tpch/) ----
+# On 15-18 it needs the TSC (under the system clock sampling has no effect);
+# on 19 it runs the wrappers (node_wrappers on) on core's clock.
+tpch_section() {
+	local tsetup clock_sql
+	. "$ROOT/scripts/tpch/accuracy.sh"
+	if [ "$pgnum" -ge 190000 ]; then
+		tsetup="SET jit = off;
+SELECT current_setting('timing_source.node_wrappers', true) IS NULL AS need_load \\gset
+\\if :need_load
+LOAD 'timing_source';
+\\endif"
+		clock_sql="SET timing_source.node_wrappers = on;"
+	else
+		tsetup="SET jit = off;
+SELECT current_setting('timing_clock_source', true) IS NULL AS need_load \\gset
+\\if :need_load
+LOAD 'timing_source';
+\\endif"
+		clock_sql="SET timing_clock_source = 'tsc';"
+		if ! psql_db -At >/dev/null 2>&1 <<<"$tsetup
+$clock_sql"; then
+			echo "TPC-H accuracy run: the TSC is not usable on this machine, and sampled timing needs it on PostgreSQL $pgver; not run" >&2
+			return 1
+		fi
+	fi
+	psql_db -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+		-c 'ALTER EXTENSION timing_source UPDATE'
+	tpch_load "$tpch_scale"
+	setup_sql=$tsetup tpch_run "$tpch_rounds" "$tpch_subtract" "$clock_sql"
+}
+
+if [ "$do_tpch" = 2 ]; then
+	tpch_section
+	exit $?
+fi
 
 # min and median of numbers on stdin
 min_median() {
@@ -299,6 +353,7 @@ LOAD 'timing_source';
 
 if [ "$pgnum" -ge 190000 ]; then
 	bench19
+	[ "$do_tpch" = 1 ] && { tpch_section || exit 1; }
 	exit 0
 fi
 
@@ -649,6 +704,8 @@ if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
 	done
 fi
 
+[ "$do_tpch" = 1 ] && { tpch_section || exit 1; }
+
 echo
 echo "rounds per variant: $reps; ratios and ns/read from medians; ns/read = (T - T_off) / (2 x timed rows), T_off = off for system, lean for tsc"
 echo "parallel query: timed rows are summed over all processes, time is wall time"
@@ -657,4 +714,5 @@ echo "     $sum_csv"
 [ -f "$pgb_csv" ] && echo "     $pgb_csv"
 [ -f "$acc_csv" ] && echo "     $acc_csv"
 [ -f "${usage_csv:-}" ] && echo "     $usage_csv"
+[ -f "${tpch_nodes_csv:-}" ] && echo "     $tpch_nodes_csv" && echo "     $tpch_queries_csv"
 exit 0
