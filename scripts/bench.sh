@@ -3,6 +3,7 @@
 # row counting, buffer accounting, sampled timing, and always-on auto_explain.
 #
 #   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
+#                    [--tpch | --tpch-only] [--tpch-scale S] [--tpch-rounds N] [--tpch-no-subtract]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
 # root): installs the dependencies, builds and installs the extension,
@@ -31,14 +32,18 @@
 # prints the medians, their ratios, and the cost of one clock read,
 # (T - T_off) / (2 x rows through timed nodes).
 #
-# With the TSC usable, the accuracy of sampled timing: per query, the same
-# EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with sample_every = 64, and
-# with TIMING OFF ("untimed": its Execution Time is the query without clock
-# reads), interleaved.  For every plan node its total time (Actual Total
-# Time x Actual Loops, median over the rounds): the top node's exact and
-# sampled totals over the untimed execution time (exact timing inflates
-# what it measures by its own clock reads), sampled over exact, and the
-# largest deviation from exact among nodes whose exact total is >= 1 ms.
+# With the TSC usable, the accuracy of sampled and of exact timing: per
+# query, the same EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with
+# sample_every = 64, with TIMING OFF ("untimed": its Execution Time is the
+# query without clock reads) and, three times a round, with
+# sample_every = 256 ("ref"), interleaved.  For every plan node its total
+# time (Actual Total Time x Actual Loops): medians for exact and sampled,
+# the mean for ref.  References that do not carry exact timing's cost: the
+# untimed Execution Time for the top node, the ref mean for the others
+# (unbiased, its clock reads 1/256 of exact timing's).  Printed: the top
+# node's exact, sampled and ref totals over untimed, and the largest
+# deviation of sampled and of exact from the reference among nodes whose
+# reference is >= 1 ms.
 #
 # With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
 # usage kept by the wide (AVX2) wrappers against plain copies.  A second
@@ -70,6 +75,22 @@
 # and prints the medians and the ratios extension/core (below 1: the
 # extension's path is cheaper).  No pgbench part on 19.
 #
+# --tpch: also the TPC-H-shaped accuracy run (scripts/tpch/, after the
+# rest); --tpch-only: only that (no seed tables, no pgbench).  22 analytic
+# queries over eight tables generated in SQL (--tpch-scale S, default 0.05:
+# a lineitem of 300,000 rows; kept in schema tpch of ts_bench, rebuilt when
+# the generator or the scale changes), each in --tpch-rounds N (default
+# 10, 4 with --short) interleaved rounds of plain, untimed, exact, exact
+# with timing_source.subtract_overhead (left out with --tpch-no-subtract;
+# otherwise the run stops if the setting does not exist), sampled 1 in 64
+# and two runs at 1 in 256, the per-node figures read with
+# timing_source_explain_nodes().  For every node of >= 1 ms by reference:
+# each mode's error, the sampled 95% interval's coverage, the shares of the
+# plan, the overhead of each mode over plain, per query and overall, with
+# the targets and the nodes that miss them; CSV in
+# bench/results/bench-<time>-tpch-nodes.csv and -tpch-queries.csv.
+# Parallel query is off for it.  On 15-18 it needs the TSC.
+#
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
@@ -98,7 +119,7 @@ while [ $# -gt 0 ]; do
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,107p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,98p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -492,12 +513,17 @@ printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lea
 printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
 printf '%s\n' "${table2[@]}"
 
-# ---- accuracy of sampled timing (1 in 64) against exact TSC timing ----
+# ---- accuracy of sampled timing (1 in 64) and of exact timing, against
+# references that carry no exact timing's cost ----
 # Per plan node (in plan order, which is the same in every run of a
-# query): total time = Actual Total Time x Actual Loops.  Rounds alternate
-# exact and sampled; medians per node; ratio sampled / exact.
+# query): total time = Actual Total Time x Actual Loops.  Rounds
+# interleave exact, sampled (1 in 64), untimed (TIMING OFF) and three
+# reference runs sampled at 1 in 256.  References: the untimed Execution
+# Time (median) for the top node; for the others the mean of the reference
+# runs, an unbiased estimate (calls chosen at random, each counting 256
+# times) whose clock reads cost 1/256 of exact timing's.
 if [ "$tsc_ok" = 1 ]; then
-	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_sampled_over_exact,worst_node_deviation_pct,nodes_over_1ms" >"$acc_csv"
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
@@ -521,41 +547,51 @@ if [ "$tsc_ok" = 1 ]; then
 			CREATE TEMP TABLE runs (every int, totals float8[]);
 			SELECT pg_temp.node_totals(\$q\$$query\$q\$, 1) IS NOT NULL AS warm \gset
 			DO \$\$
+			DECLARE
+				order_ int[] := ARRAY[1, 64, 0, 256, 256, 256];
 			BEGIN
 				FOR r IN 1..$reps LOOP
-					INSERT INTO runs SELECT e, pg_temp.node_totals(\$q\$$query\$q\$, e)
-					  FROM unnest(CASE r % 3 WHEN 0 THEN ARRAY[1, 64, 0] WHEN 1 THEN ARRAY[64, 0, 1]
-										   ELSE ARRAY[0, 1, 64] END) AS e;
+					FOR k IN 0..5 LOOP
+						INSERT INTO runs SELECT order_[1 + (k + r) % 6], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % 6]);
+					END LOOP;
 				END LOOP;
 			END \$\$;
 			WITH per_node AS (
 				SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 1) AS exact,
-						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled
+						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled,
+						  avg(t) FILTER (WHERE every = 256) AS ref_mean
 				  FROM runs, unnest(totals) WITH ORDINALITY AS u(t, n)
 				 WHERE every > 0
 				 GROUP BY n),
 			untimed AS (
-				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0)
+				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0),
+			ref AS (
+				SELECT n, exact, sampled, ref_mean,
+					   CASE WHEN n = 1 THEN (SELECT ms FROM untimed) ELSE ref_mean END AS reference
+				  FROM per_node)
 			SELECT count(*),
-				   to_char(max(sampled / exact) FILTER (WHERE n = 1), 'FM0.000'),
-				   to_char(coalesce(max(abs(sampled / exact - 1) * 100) FILTER (WHERE exact >= 1), 0), 'FM990.0'),
-				   count(*) FILTER (WHERE exact >= 1),
-				   to_char(max(exact) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
-				   to_char(max(sampled) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000')
-			  FROM per_node;
+				   to_char(max(exact / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(max(sampled / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(max(ref_mean / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(coalesce(max(abs(sampled / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
+				   to_char(coalesce(max(abs(exact / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
+				   count(*) FILTER (WHERE reference >= 1)
+			  FROM ref;
 		EOF
 		)
-		read -r nodes top worst big exact_untimed samp_untimed <<<"$acc"
-		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
-			"$samp_untimed" "$top" "$worst" "$big")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$top,$worst,$big" >>"$acc_csv"
+		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big" >>"$acc_csv"
 	done
 	echo
-	echo "Sampled timing (sample_every = 64) against exact TSC timing, per-node total time, medians of $reps runs each;"
-	echo "untimed = Execution Time under TIMING OFF, the query without clock reads:"
-	printf '%-22s %6s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'top sampled/' 'top sampled/' 'worst node' 'nodes' 
-	printf '%-22s %6s %12s %12s %12s %12s %10s\n' '' '' untimed untimed exact 'vs exact %' '>= 1 ms'
+	echo "Sampled (1 in 64) and exact TSC timing against references without exact timing's cost, per-node total time,"
+	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
+	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
+	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'top sampled/' 'top ref/' 'worst node' 'worst node' 'nodes'
+	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed 'sampled %' 'exact %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
+	echo "(a fuller accuracy run, with error bars and overhead subtraction, over 22 analytic queries: --tpch)"
 fi
 
 # ---- buffer usage: the wide (AVX2) wrappers against plain copies ----

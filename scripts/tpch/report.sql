@@ -21,62 +21,73 @@ SET client_min_messages = warning;
 DROP TABLE IF EXISTS node_stats, query_stats;
 
 CREATE TABLE node_stats AS
-WITH untimed AS (
+WITH o AS (
+	-- each row with the run's top node total next to it, for shares
+	SELECT *, max(total_ms) FILTER (WHERE node_id = 1) OVER (PARTITION BY q, mode, run) AS top_ms
+	  FROM obs WHERE run > 0),
+untimed AS (
 	SELECT q, percentile_cont(0.5) WITHIN GROUP (ORDER BY exec_ms) AS ms
-	  FROM obs WHERE mode = 'untimed' AND run > 0 GROUP BY q),
-plain AS (
-	SELECT q, percentile_cont(0.5) WITHIN GROUP (ORDER BY wall_ms) AS ms
-	  FROM obs WHERE mode = 'plain' AND run > 0 GROUP BY q),
+	  FROM o WHERE mode = 'untimed' GROUP BY q),
 refn AS (
+	-- the ref runs' node total as a fraction of their own Execution Time:
+	-- a slower or faster phase of the machine scales both alike
 	SELECT q, node_id, min(parent_id) AS parent_id, min(node_type) AS node_type,
-		   min(relation) AS relation, max(loops) AS loops, avg(total_ms) AS mean,
-		   stddev_samp(total_ms) / sqrt(count(*)) AS se, count(*) AS runs
-	  FROM obs WHERE mode = 'ref' AND run > 0 GROUP BY q, node_id),
+		   min(relation) AS relation, max(loops) AS loops,
+		   avg(total_ms / exec_ms) AS frac, stddev_samp(total_ms / exec_ms) / sqrt(count(*)) AS frac_se,
+		   avg(total_ms) AS raw_mean, count(*) AS runs
+	  FROM o WHERE mode = 'ref' GROUP BY q, node_id),
 ex AS (
 	SELECT q, node_id,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms) FILTER (WHERE mode = 'exact') AS exact,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms) FILTER (WHERE mode = 'exactsub') AS exactsub,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms / top_ms) FILTER (WHERE mode = 'exact') AS exact_share,
+		   percentile_cont(0.5) WITHIN GROUP (ORDER BY total_ms / top_ms) FILTER (WHERE mode = 'exactsub') AS exactsub_share,
 		   avg(total_ms) FILTER (WHERE mode = 'sampled') AS sampled_mean
-	  FROM obs WHERE run > 0 AND mode IN ('exact', 'exactsub', 'sampled') GROUP BY q, node_id),
+	  FROM o WHERE mode IN ('exact', 'exactsub', 'sampled') GROUP BY q, node_id),
 nodes AS (
 	SELECT r.q, r.node_id, r.parent_id, r.node_type, r.relation, r.loops, r.runs AS ref_runs,
-		   CASE WHEN r.node_id = 1 THEN u.ms ELSE r.mean END AS reference,
-		   CASE WHEN r.node_id = 1 THEN 'untimed' ELSE 'ref mean' END AS ref_kind,
-		   100 * r.se / nullif(r.mean, 0) AS ref_se_pct,
-		   r.mean AS ref_mean, u.ms AS untimed, p.ms AS plain,
-		   e.exact, e.exactsub, e.sampled_mean,
-		   t.exact AS exact_top, t.exactsub AS exactsub_top
+		   CASE WHEN r.node_id = 1 THEN u.ms ELSE u.ms * r.frac END AS reference,
+		   100 * r.frac_se / nullif(r.frac, 0) AS ref_se_pct,
+		   r.raw_mean AS ref_raw_mean, u.ms AS untimed,
+		   e.exact, e.exactsub, e.exact_share, e.exactsub_share, e.sampled_mean
 	  FROM refn r
 	  JOIN untimed u USING (q)
-	  JOIN plain p USING (q)
 	  JOIN ex e USING (q, node_id)
-	  JOIN ex t ON t.q = r.q AND t.node_id = 1
-	 WHERE CASE WHEN r.node_id = 1 THEN u.ms ELSE r.mean END >= 1),
+	 WHERE CASE WHEN r.node_id = 1 THEN u.ms ELSE u.ms * r.frac END >= 1),
 samp AS (
+	-- raw: the run's estimate as printed; normalised: scaled by untimed
+	-- over that run's Execution Time, which takes out the machine's phase
+	-- (and the sampled run's own small overhead) and leaves the estimator
 	SELECT n.q, n.node_id,
-		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(o.total_ms / n.reference - 1)) AS med_err,
-		   100 * max(abs(o.total_ms / n.reference - 1)) AS worst_err,
+		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(s.total_ms / n.reference - 1)) AS med_err,
+		   100 * max(abs(s.total_ms / n.reference - 1)) AS worst_err,
+		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(s.total_ms * n.untimed / s.exec_ms / n.reference - 1)) AS norm_med_err,
+		   100 * max(abs(s.total_ms * n.untimed / s.exec_ms / n.reference - 1)) AS norm_worst_err,
 		   count(*) AS runs,
-		   count(*) FILTER (WHERE o.margin_ms IS NOT NULL) AS with_interval,
-		   count(*) FILTER (WHERE abs(o.total_ms - n.reference) <= o.margin_ms) AS covered,
-		   count(*) FILTER (WHERE NOT o.reliable) AS unreliable,
-		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY o.margin_ms / nullif(o.total_ms, 0)) AS margin_pct,
-		   avg(o.sampled_calls) AS sampled_calls
+		   count(*) FILTER (WHERE s.margin_ms IS NOT NULL) AS with_interval,
+		   count(*) FILTER (WHERE abs(s.total_ms - n.reference) <= s.margin_ms) AS covered,
+		   count(*) FILTER (WHERE abs(s.total_ms - n.reference * s.exec_ms / n.untimed) <= s.margin_ms) AS norm_covered,
+		   count(*) FILTER (WHERE NOT s.reliable) AS unreliable,
+		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY s.margin_ms / nullif(s.total_ms, 0)) AS margin_pct,
+		   avg(s.sampled_calls) AS sampled_calls
 	  FROM nodes n
-	  JOIN obs o ON o.q = n.q AND o.node_id = n.node_id AND o.mode = 'sampled' AND o.run > 0
+	  JOIN o s ON s.q = n.q AND s.node_id = n.node_id AND s.mode = 'sampled'
 	 GROUP BY n.q, n.node_id)
-SELECT n.q, n.node_id, n.parent_id, n.node_type, n.relation, n.loops, n.ref_kind,
+SELECT n.q, n.node_id, n.parent_id, n.node_type, n.relation, n.loops,
+	   CASE WHEN n.node_id = 1 THEN 'untimed' ELSE 'ref' END AS ref_kind,
 	   n.reference AS reference_ms, n.ref_runs, n.ref_se_pct,
-	   100 * (n.ref_mean / n.untimed - 1) AS ref_top_err_pct,
+	   CASE WHEN n.node_id = 1 THEN 100 * (n.ref_raw_mean / n.untimed - 1) END AS ref_top_err_pct,
 	   n.exact AS exact_ms, n.exactsub AS exactsub_ms, n.sampled_mean AS sampled_mean_ms,
 	   100 * (n.exact / n.reference - 1) AS exact_err_pct,
 	   100 * (n.exactsub / n.reference - 1) AS exactsub_err_pct,
 	   100 * (n.sampled_mean / n.reference - 1) AS sampled_mean_err_pct,
 	   s.med_err AS sampled_med_err_pct, s.worst_err AS sampled_worst_err_pct,
-	   s.runs AS sampled_runs, s.with_interval, s.covered, s.unreliable, s.margin_pct, s.sampled_calls,
+	   s.norm_med_err AS sampled_norm_med_err_pct, s.norm_worst_err AS sampled_norm_worst_err_pct,
+	   s.runs AS sampled_runs, s.with_interval, s.covered, s.norm_covered, s.unreliable,
+	   s.margin_pct, s.sampled_calls,
 	   CASE WHEN n.node_id > 1 THEN 100 * n.reference / n.untimed END AS share_ref_pct,
-	   CASE WHEN n.node_id > 1 THEN 100 * (n.exact / n.exact_top - n.reference / n.untimed) END AS share_exact_pp,
-	   CASE WHEN n.node_id > 1 THEN 100 * (n.exactsub / n.exactsub_top - n.reference / n.untimed) END AS share_exactsub_pp
+	   CASE WHEN n.node_id > 1 THEN 100 * (n.exact_share - n.reference / n.untimed) END AS share_exact_pp,
+	   CASE WHEN n.node_id > 1 THEN 100 * (n.exactsub_share - n.reference / n.untimed) END AS share_exactsub_pp
   FROM nodes n
   JOIN samp s USING (q, node_id);
 
@@ -95,6 +106,15 @@ over AS (
 		   max(ms) FILTER (WHERE mode = 'sampled') / max(ms) FILTER (WHERE mode = 'plain') AS sampled_x,
 		   max(ms) FILTER (WHERE mode = 'ref') / max(ms) FILTER (WHERE mode = 'plain') AS ref_x
 	  FROM walls GROUP BY q),
+noise AS (
+	-- the machine's own run-to-run spread: untimed runs against their
+	-- median, no estimator involved
+	SELECT u.q, 100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(u.exec_ms / m.ms - 1)) AS noise_pct
+	  FROM obs u
+	  JOIN (SELECT q, percentile_cont(0.5) WITHIN GROUP (ORDER BY exec_ms) AS ms
+			  FROM obs WHERE mode = 'untimed' AND run > 0 GROUP BY q) AS m USING (q)
+	 WHERE u.mode = 'untimed' AND u.run > 0
+	 GROUP BY u.q),
 shapes AS (
 	-- the same plan in every run: one node type per node id
 	SELECT q, bool_and(types = 1) AS stable
@@ -102,7 +122,9 @@ shapes AS (
 			  FROM obs WHERE node_id IS NOT NULL GROUP BY q, node_id) AS t
 	 GROUP BY q),
 per_node AS (
-	SELECT n.*, o.total_ms AS run_ms, o.margin_ms AS run_margin
+	SELECT n.*, o.total_ms AS run_ms, o.margin_ms AS run_margin,
+		   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY u.exec_ms) FROM obs u
+			 WHERE u.q = n.q AND u.mode = 'untimed' AND u.run > 0) / o.exec_ms AS run_scale
 	  FROM node_stats n
 	  JOIN obs o ON o.q = n.q AND o.node_id = n.node_id AND o.mode = 'sampled' AND o.run > 0),
 agg AS (
@@ -111,7 +133,12 @@ agg AS (
 		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(run_ms / reference_ms - 1)) AS sampled_med,
 		   100 * max(abs(run_ms / reference_ms - 1)) AS sampled_worst,
 		   100.0 * count(*) FILTER (WHERE abs(run_ms - reference_ms) <= run_margin)
-			   / nullif(count(*) FILTER (WHERE run_margin IS NOT NULL), 0) AS coverage_pct
+			   / nullif(count(*) FILTER (WHERE run_margin IS NOT NULL), 0) AS coverage_pct,
+		   100 * percentile_cont(0.5) WITHIN GROUP (ORDER BY abs(run_ms * run_scale / reference_ms - 1))
+			   FILTER (WHERE node_id > 1) AS sampled_norm_med,
+		   100 * max(abs(run_ms * run_scale / reference_ms - 1)) FILTER (WHERE node_id > 1) AS sampled_norm_worst,
+		   100.0 * count(*) FILTER (WHERE node_id > 1 AND abs(run_ms * run_scale - reference_ms) <= run_margin * run_scale)
+			   / nullif(count(*) FILTER (WHERE node_id > 1 AND run_margin IS NOT NULL), 0) AS norm_coverage_pct
 	  FROM per_node GROUP BY ROLLUP (q)),
 agg_nodes AS (
 	SELECT coalesce(q, 0) AS q,
@@ -129,16 +156,20 @@ agg_nodes AS (
 		   max(ref_se_pct) FILTER (WHERE node_id > 1) AS ref_se_worst
 	  FROM node_stats GROUP BY ROLLUP (q))
 SELECT k.q, k.title, coalesce(s.stable, true) AS plan_stable,
-	   coalesce(a.nodes, 0) AS nodes, o.plain_ms,
+	   coalesce(a.nodes, 0) AS nodes, o.plain_ms, z.noise_pct,
 	   o.untimed_x, o.exact_x, o.exactsub_x, o.sampled_x, o.ref_x,
 	   n.top_exact_err, n.top_exactsub_err, n.top_sampled_err, n.ref_top_err,
 	   n.exact_med, n.exact_worst, n.exactsub_med, n.exactsub_worst,
 	   a.sampled_med, a.sampled_worst, a.coverage_pct,
+	   a.sampled_norm_med, a.sampled_norm_worst, a.norm_coverage_pct,
 	   n.share_exact_worst_pp, n.share_exactsub_worst_pp, n.ref_se_med, n.ref_se_worst
   FROM (SELECT q, title FROM queries UNION ALL SELECT 0, 'all queries') AS k
   LEFT JOIN agg a USING (q)
   LEFT JOIN agg_nodes n USING (q)
   LEFT JOIN shapes s USING (q)
+  LEFT JOIN (SELECT q, noise_pct FROM noise
+			 UNION ALL
+			 SELECT 0, percentile_cont(0.5) WITHIN GROUP (ORDER BY noise_pct) FROM noise) AS z USING (q)
   LEFT JOIN (SELECT q, plain_ms, untimed_x, exact_x, exactsub_x, sampled_x, ref_x FROM over
 			 UNION ALL
 			 SELECT 0, NULL,
@@ -155,10 +186,12 @@ SELECT k.q, k.title, coalesce(s.stable, true) AS plan_stable,
 \pset null '-'
 \echo
 \echo 'Overhead, statement time over plain (medians; server-side, planning included), and the top node''s error against'
-\echo 'the untimed Execution Time, % (exact, exsub: median of runs; sampled, ref: mean of runs); row all: median overheads, worst errors:'
+\echo 'the untimed Execution Time, % (exact, exsub: median of runs; sampled, ref: mean of runs); noise: the untimed runs'' median'
+\echo 'deviation from their median (the machine, no estimator); row all: median overheads and noise, worst errors:'
 SELECT CASE WHEN q = 0 THEN 'all' ELSE 'Q' || lpad(q::text, 2, '0') END AS q,
 	   CASE WHEN plan_stable THEN '' ELSE 'plan changed' END AS " ",
 	   nodes AS "nodes>=1ms", round(plain_ms::numeric, 1) AS "plain ms",
+	   to_char(noise_pct, 'FM990.0') AS "noise%",
 	   to_char(untimed_x, 'FM990.00') AS "untimed/", to_char(exact_x, 'FM990.00') AS "exact/",
 	   to_char(exactsub_x, 'FM990.00') AS "exsub/", to_char(sampled_x, 'FM990.00') AS "sampled/",
 	   to_char(ref_x, 'FM990.00') AS "ref/",
@@ -170,12 +203,15 @@ SELECT CASE WHEN q = 0 THEN 'all' ELSE 'Q' || lpad(q::text, 2, '0') END AS q,
 
 \echo 'Per-node error against the references, % (exact, exsub: median of runs per node; sampled: every run),'
 \echo 'coverage of the sampled 95% interval, worst share error in percentage points, the reference''s own standard error;'
+\echo 'norm: the sampled runs scaled by untimed over their own Execution Time (takes out the machine''s phase), inner nodes;'
 \echo 'row all: the same over every node of every query:'
 SELECT CASE WHEN q = 0 THEN 'all' ELSE 'Q' || lpad(q::text, 2, '0') END AS q,
 	   to_char(exact_med, 'FM9990.0') AS "exact med", to_char(exact_worst, 'FM9990.0') AS "exact worst",
 	   to_char(exactsub_med, 'FM9990.0') AS "exsub med", to_char(exactsub_worst, 'FM9990.0') AS "exsub worst",
 	   to_char(sampled_med, 'FM9990.0') AS "sampled med", to_char(sampled_worst, 'FM9990.0') AS "sampled worst",
 	   to_char(coverage_pct, 'FM990') AS "coverage%",
+	   to_char(sampled_norm_med, 'FM9990.0') AS "norm med", to_char(sampled_norm_worst, 'FM9990.0') AS "norm worst",
+	   to_char(norm_coverage_pct, 'FM990') AS "norm cov%",
 	   to_char(share_exact_worst_pp, 'FM990.0') AS "share exact pp",
 	   to_char(share_exactsub_worst_pp, 'FM990.0') AS "share exsub pp",
 	   to_char(ref_se_med, 'FM990.0') || ' / ' || to_char(ref_se_worst, 'FM990.0') AS "ref se% med/worst"
@@ -183,12 +219,19 @@ SELECT CASE WHEN q = 0 THEN 'all' ELSE 'Q' || lpad(q::text, 2, '0') END AS q,
 
 \echo 'Targets:'
 WITH a AS (SELECT * FROM query_stats WHERE q = 0)
-SELECT target, value, CASE WHEN value IS NULL THEN 'not run' WHEN ok THEN 'met' ELSE 'MISSED' END AS result
+SELECT target, value,
+	   CASE WHEN k = 5 THEN 'info' WHEN value IS NULL THEN 'not run' WHEN ok THEN 'met' ELSE 'MISSED' END AS result
   FROM (SELECT 1 AS k, 'sampled 1/' || current_setting('tpch.sample') || ': median per-node error <= 5%' AS target,
 			   to_char(sampled_med, 'FM9990.0') || '%' AS value, sampled_med <= 5 AS ok FROM a
 		UNION ALL
 		SELECT 2, 'sampled 1/' || current_setting('tpch.sample') || ': interval coverage >= 90%',
 			   to_char(coverage_pct, 'FM990.0') || '%', coverage_pct >= 90 FROM a
+		UNION ALL
+		SELECT 2.1, '  the same, speed-normalised (inner nodes): median error <= 5%',
+			   to_char(sampled_norm_med, 'FM9990.0') || '%', sampled_norm_med <= 5 FROM a
+		UNION ALL
+		SELECT 2.2, '  the same, speed-normalised (inner nodes): coverage >= 90%',
+			   to_char(norm_coverage_pct, 'FM990.0') || '%', norm_coverage_pct >= 90 FROM a
 		UNION ALL
 		SELECT 3, 'exact, overhead subtracted: top node within 5% on every query',
 			   'worst ' || to_char(top_exactsub_err, 'FM9990.0') || '%', top_exactsub_err <= 5 FROM a
@@ -196,7 +239,7 @@ SELECT target, value, CASE WHEN value IS NULL THEN 'not run' WHEN ok THEN 'met' 
 		SELECT 4, 'exact, overhead subtracted: shares within 5 pp',
 			   'worst ' || to_char(share_exactsub_worst_pp, 'FM990.0') || ' pp', share_exactsub_worst_pp <= 5 FROM a
 		UNION ALL
-		SELECT 5, 'reference check: ref-run top node against untimed (not a target; its own bias + noise)',
+		SELECT 5, 'reference check: the ref runs'' top node against untimed (not a target)',
 			   'worst ' || to_char(ref_top_err, 'FM9990.0') || '%', NULL FROM a) AS t
  ORDER BY k;
 
@@ -205,7 +248,8 @@ SELECT target, value, CASE WHEN value IS NULL THEN 'not run' WHEN ok THEN 'met' 
 SELECT 'Q' || lpad(q::text, 2, '0') AS q, node_id AS node, node_type || coalesce(' on ' || relation, '') AS node_type,
 	   round(loops) AS loops, round(reference_ms::numeric, 2) AS "ref ms",
 	   to_char(sampled_med_err_pct, 'FM9990.0') AS "sampled med%",
-	   covered || '/' || with_interval AS covered, round(margin_pct::numeric, 1) AS "margin%",
+	   to_char(sampled_norm_med_err_pct, 'FM9990.0') AS "norm med%",
+	   covered || '/' || with_interval AS covered, norm_covered || '/' || with_interval AS "norm cov", round(margin_pct::numeric, 1) AS "margin%",
 	   round(sampled_calls) AS "sampled calls",
 	   to_char(exactsub_err_pct, 'FM9990.0') AS "exsub err%", to_char(share_exactsub_pp, 'FM990.0') AS "exsub pp",
 	   to_char(exact_err_pct, 'FM9990.0') AS "exact err%"
