@@ -374,7 +374,8 @@ LOAD 'timing_source';
 
 if [ "$pgnum" -ge 190000 ]; then
 	bench19
-	[ "$do_tpch" = 1 ] && { tpch_section || exit 1; }
+	# a machine without the TSC gets the note and the rest of the bench
+	[ "$do_tpch" = 1 ] && { tpch_section || true; }
 	exit 0
 fi
 
@@ -740,7 +741,8 @@ if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
 	done
 fi
 
-[ "$do_tpch" = 1 ] && { tpch_section || exit 1; }
+# a machine without the TSC gets the note and the rest of the bench
+[ "$do_tpch" = 1 ] && { tpch_section || true; }
 
 echo
 echo "rounds per variant: $reps; ratios and ns/read from medians; ns/read = (T - T_off) / (2 x timed rows), T_off = off for system, lean for tsc"
