@@ -61,7 +61,7 @@ tpch_queries() {
 # tpch_run ROUNDS SUBTRACT(1|0) CLOCK_SQL
 tpch_run() {
 	local rounds=$1 subtract=$2 clock_sql=$3
-	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-256} refs=${TPCH_REFS:-2}
+	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-256} refs=${TPCH_REFS:-3} ref_se_max=${TPCH_REF_SE_MAX:-2}
 	local -a modes=(plain untimed exact sampled)
 	local id title q script r k n m log start
 	[ "$subtract" = 1 ] && modes+=(exactsub)
@@ -123,11 +123,13 @@ SET max_parallel_workers_per_gather = 0;
 	echo
 	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver"
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
-		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes);" \
+		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
 		"$((SECONDS - start)) s"
 	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (--tpch-no-subtract)"
 	psql_db -q <<-EOF
-		SELECT set_config('tpch.sample', '$sample', false) AS s \\gset
+		SELECT set_config('tpch.sample', '$sample', false) AS s, set_config('tpch.ref_se_max', '$ref_se_max', false) AS r \\gset
+		\\set ref $ref
+		\\set ref_se_max $ref_se_max
 		\\i $TPCH_DIR/report.sql
 	EOF
 	mkdir -p "$csvdir"

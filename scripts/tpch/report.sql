@@ -34,7 +34,8 @@ refn AS (
 	SELECT q, node_id, min(parent_id) AS parent_id, min(node_type) AS node_type,
 		   min(relation) AS relation, max(loops) AS loops,
 		   avg(total_ms / exec_ms) AS frac, stddev_samp(total_ms / exec_ms) / sqrt(count(*)) AS frac_se,
-		   avg(total_ms) AS raw_mean, count(*) AS runs
+		   avg(total_ms) AS raw_mean, count(*) AS runs,
+		   count(*) FILTER (WHERE NOT reliable) AS unreliable_runs
 	  FROM o WHERE mode = 'ref' GROUP BY q, node_id),
 ex AS (
 	SELECT q, node_id,
@@ -47,7 +48,7 @@ ex AS (
 nodes AS (
 	SELECT r.q, r.node_id, r.parent_id, r.node_type, r.relation, r.loops, r.runs AS ref_runs,
 		   CASE WHEN r.node_id = 1 THEN u.ms ELSE u.ms * r.frac END AS reference,
-		   100 * r.frac_se / nullif(r.frac, 0) AS ref_se_pct,
+		   100 * r.frac_se / nullif(r.frac, 0) AS ref_se_pct, r.unreliable_runs,
 		   r.raw_mean AS ref_raw_mean, u.ms AS untimed,
 		   e.exact, e.exactsub, e.exact_share, e.exactsub_share, e.sampled_mean
 	  FROM refn r
@@ -75,6 +76,11 @@ samp AS (
 	 GROUP BY n.q, n.node_id)
 SELECT n.q, n.node_id, n.parent_id, n.node_type, n.relation, n.loops,
 	   CASE WHEN n.node_id = 1 THEN 'untimed' ELSE 'ref' END AS ref_kind,
+	   -- judged only against a reference whose own noise is well below the
+	   -- 5% being judged, and whose runs the estimator itself called reliable
+	   n.node_id = 1 OR (n.ref_se_pct <= current_setting('tpch.ref_se_max')::float8
+						 AND coalesce(n.unreliable_runs, 0) = 0) AS judged,
+	   n.unreliable_runs AS ref_unreliable_runs,
 	   n.reference AS reference_ms, n.ref_runs, n.ref_se_pct,
 	   CASE WHEN n.node_id = 1 THEN 100 * (n.ref_raw_mean / n.untimed - 1) END AS ref_top_err_pct,
 	   n.exact AS exact_ms, n.exactsub AS exactsub_ms, n.sampled_mean AS sampled_mean_ms,
@@ -126,7 +132,8 @@ per_node AS (
 		   (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY u.exec_ms) FROM obs u
 			 WHERE u.q = n.q AND u.mode = 'untimed' AND u.run > 0) / o.exec_ms AS run_scale
 	  FROM node_stats n
-	  JOIN obs o ON o.q = n.q AND o.node_id = n.node_id AND o.mode = 'sampled' AND o.run > 0),
+	  JOIN obs o ON o.q = n.q AND o.node_id = n.node_id AND o.mode = 'sampled' AND o.run > 0
+	 WHERE n.judged),
 agg AS (
 	SELECT grouping(q) AS is_all, coalesce(q, 0) AS q,
 		   count(DISTINCT node_id::text || '/' || q::text) AS nodes,
@@ -154,9 +161,12 @@ agg_nodes AS (
 		   max(abs(ref_top_err_pct)) FILTER (WHERE node_id = 1) AS ref_top_err,
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY ref_se_pct) FILTER (WHERE node_id > 1) AS ref_se_med,
 		   max(ref_se_pct) FILTER (WHERE node_id > 1) AS ref_se_worst
-	  FROM node_stats GROUP BY ROLLUP (q))
+	  FROM node_stats WHERE judged GROUP BY ROLLUP (q)),
+unjudged AS (
+	SELECT coalesce(q, 0) AS q, count(*) AS unjudged
+	  FROM node_stats WHERE NOT judged GROUP BY ROLLUP (q))
 SELECT k.q, k.title, coalesce(s.stable, true) AS plan_stable,
-	   coalesce(a.nodes, 0) AS nodes, o.plain_ms, z.noise_pct,
+	   coalesce(a.nodes, 0) AS nodes, coalesce(j.unjudged, 0) AS unjudged, o.plain_ms, z.noise_pct,
 	   o.untimed_x, o.exact_x, o.exactsub_x, o.sampled_x, o.ref_x,
 	   n.top_exact_err, n.top_exactsub_err, n.top_sampled_err, n.ref_top_err,
 	   n.exact_med, n.exact_worst, n.exactsub_med, n.exactsub_worst,
@@ -167,6 +177,7 @@ SELECT k.q, k.title, coalesce(s.stable, true) AS plan_stable,
   LEFT JOIN agg a USING (q)
   LEFT JOIN agg_nodes n USING (q)
   LEFT JOIN shapes s USING (q)
+  LEFT JOIN unjudged j USING (q)
   LEFT JOIN (SELECT q, noise_pct FROM noise
 			 UNION ALL
 			 SELECT 0, percentile_cont(0.5) WITHIN GROUP (ORDER BY noise_pct) FROM noise) AS z USING (q)
@@ -190,7 +201,7 @@ SELECT k.q, k.title, coalesce(s.stable, true) AS plan_stable,
 \echo 'deviation from their median (the machine, no estimator); row all: median overheads and noise, worst errors:'
 SELECT CASE WHEN q = 0 THEN 'all' ELSE 'Q' || lpad(q::text, 2, '0') END AS q,
 	   CASE WHEN plan_stable THEN '' ELSE 'plan changed' END AS " ",
-	   nodes AS "nodes>=1ms", round(plain_ms::numeric, 1) AS "plain ms",
+	   nodes AS "nodes>=1ms", unjudged AS "no ref", round(plain_ms::numeric, 1) AS "plain ms",
 	   to_char(noise_pct, 'FM990.0') AS "noise%",
 	   to_char(untimed_x, 'FM990.00') AS "untimed/", to_char(exact_x, 'FM990.00') AS "exact/",
 	   to_char(exactsub_x, 'FM990.00') AS "exsub/", to_char(sampled_x, 'FM990.00') AS "sampled/",
@@ -254,6 +265,16 @@ SELECT 'Q' || lpad(q::text, 2, '0') AS q, node_id AS node, node_type || coalesce
 	   to_char(exactsub_err_pct, 'FM9990.0') AS "exsub err%", to_char(share_exactsub_pp, 'FM990.0') AS "exsub pp",
 	   to_char(exact_err_pct, 'FM9990.0') AS "exact err%"
   FROM node_stats
- WHERE sampled_med_err_pct > 5 OR covered < 0.9 * with_interval
-	OR (node_id = 1 AND abs(exactsub_err_pct) > 5) OR abs(share_exactsub_pp) > 5
+ WHERE judged AND (sampled_med_err_pct > 5 OR covered < 0.9 * with_interval
+	OR (node_id = 1 AND abs(exactsub_err_pct) > 5) OR abs(share_exactsub_pp) > 5)
+ ORDER BY q, node_id;
+
+\echo 'Nodes of >= 1 ms left out ("no ref"): the reference''s own standard error is above ' :'ref_se_max' '%, or a reference run'
+\echo 'called its estimate unreliable (typically few long calls a loop: rarely sampled, each counting ' :'ref' ' times):'
+SELECT 'Q' || lpad(q::text, 2, '0') AS q, node_id AS node, node_type || coalesce(' on ' || relation, '') AS node_type,
+	   round(loops) AS loops, round(reference_ms::numeric, 2) AS "ref ms", round(ref_se_pct::numeric, 1) AS "ref se%",
+	   ref_unreliable_runs || '/' || ref_runs AS "unreliable ref runs", round(exact_ms::numeric, 2) AS "exact ms",
+	   round(sampled_mean_ms::numeric, 2) AS "sampled mean ms", round(sampled_calls) AS "sampled calls"
+  FROM node_stats
+ WHERE NOT judged
  ORDER BY q, node_id;
