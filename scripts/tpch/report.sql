@@ -271,8 +271,8 @@ SELECT 'Q' || lpad(q::text, 2, '0') AS q, node_id AS node, node_type || coalesce
 	OR (node_id = 1 AND abs(exactsub_err_pct) > 5) OR abs(share_exactsub_pp) > 5)
  ORDER BY q, node_id;
 
-\echo 'Nodes of >= 1 ms left out ("no ref"): the reference''s own standard error is above ' :'ref_se_max' '%, or a reference run'
-\echo 'called its estimate unreliable (typically few long calls a loop: rarely sampled, each counting ' :'ref' ' times):'
+\echo 'Nodes of >= 1 ms left out ("no ref"): the reference''s own standard error is above' :ref_se_max'%, or a reference run'
+\echo 'called its estimate unreliable (typically few long calls a loop: rarely sampled, each counting' :ref 'times):'
 SELECT 'Q' || lpad(q::text, 2, '0') AS q, node_id AS node, node_type || coalesce(' on ' || relation, '') AS node_type,
 	   round(loops) AS loops, round(reference_ms::numeric, 2) AS "ref ms", round(ref_se_pct::numeric, 1) AS "ref se%",
 	   ref_unreliable_runs || '/' || ref_runs AS "unreliable ref runs", round(exact_ms::numeric, 2) AS "exact ms",
