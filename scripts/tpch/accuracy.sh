@@ -10,7 +10,7 @@
 # rotating every round) of
 #   plain     the query           untimed   EXPLAIN (ANALYZE, TIMING OFF)
 #   exact     every call timed    exactsub  the same, subtract_overhead on
-#   sampled   1 in TPCH_SAMPLE    ref       1 in TPCH_REF, TPCH_REFS a round
+#   sampled   1 in TPCH_SAMPLE    ref       1 in TPCH_REF (128), TPCH_REFS (3) a round
 # each a call of pg_temp.tpch_measure (runner.sql); then report.sql.
 TPCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -61,7 +61,7 @@ tpch_queries() {
 # tpch_run ROUNDS SUBTRACT(1|0) CLOCK_SQL
 tpch_run() {
 	local rounds=$1 subtract=$2 clock_sql=$3
-	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-256} refs=${TPCH_REFS:-3} ref_se_max=${TPCH_REF_SE_MAX:-2}
+	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-128} refs=${TPCH_REFS:-3} ref_se_max=${TPCH_REF_SE_MAX:-2}
 	local -a modes=(plain untimed exact sampled)
 	local id title q script r k n m log start
 	[ "$subtract" = 1 ] && modes+=(exactsub)
@@ -127,7 +127,8 @@ SET max_parallel_workers_per_gather = 0;
 		"$((SECONDS - start)) s"
 	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (--tpch-no-subtract)"
 	psql_db -q <<-EOF
-		SELECT set_config('tpch.sample', '$sample', false) AS s, set_config('tpch.ref_se_max', '$ref_se_max', false) AS r \\gset
+		SELECT set_config('tpch.sample', '$sample', false) AS s, set_config('tpch.ref_se_max', '$ref_se_max', false) AS r,
+			   set_config('tpch.ref', '$ref', false) AS f \\gset
 		\\set ref $ref
 		\\set ref_se_max $ref_se_max
 		\\i $TPCH_DIR/report.sql
