@@ -83,7 +83,7 @@
 # 10, 4 with --short) interleaved rounds of plain, untimed, exact, exact
 # with timing_source.subtract_overhead (left out with --tpch-no-subtract;
 # otherwise the run stops if the setting does not exist), sampled 1 in 64
-# and three runs at 1 in 256 (the reference), the per-node figures read with
+# and three runs at 1 in 128 (the reference), the per-node figures read with
 # timing_source_explain_nodes().  For every node of >= 1 ms by reference:
 # each mode's error, the sampled 95% interval's coverage, the shares of the
 # plan, the overhead of each mode over plain, per query and overall, with
