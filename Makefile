@@ -18,6 +18,7 @@ OBJS = \
 	src/diagnostics.o \
 	src/explain.o \
 	src/instrument.o \
+	src/plan_nodes.o \
 	src/query_list.o \
 	src/rebase.o \
 	src/shared.o \
@@ -46,6 +47,7 @@ REGRESS = init \
 	tsdiag_tsc \
 	diag_shapes \
 	diag_interrupt \
+	explain_nodes \
 	upgrade
 REGRESS_OPTS = --inputdir=test
 # Perl TAP tests (t/*.pl, PostgreSQL::Test::Cluster), run by installcheck

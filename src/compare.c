@@ -31,7 +31,7 @@
 #include "utils/resowner.h"
 #include "utils/tuplestore.h"
 
-#include "timing_source.h"
+#include "instrument.h"
 
 PG_FUNCTION_INFO_V1(timing_source_compare);
 
@@ -68,9 +68,11 @@ compare_parse_error_callback(void *arg)
 /*
  * The query must be exactly one statement that EXPLAIN ANALYZE can run
  * and whose plan has nodes to time.  Syntax errors are the parser's own.
+ * Returns the parsed statement.  "what" says which function checks, for
+ * the message on a utility statement.
  */
-static void
-check_compare_query(const char *query)
+RawStmt *
+ts_check_query(const char *query, TsQueryCheck what)
 {
 	ErrorContextCallback errcallback;
 	List	   *stmts;
@@ -99,21 +101,27 @@ check_compare_query(const char *query)
 	{
 		case T_SelectStmt:
 			if (((SelectStmt *) stmt)->intoClause == NULL)
-				return;
+				return linitial_node(RawStmt, stmts);
 			tag = "SELECT INTO";
 			break;
 		case T_InsertStmt:
 		case T_UpdateStmt:
 		case T_DeleteStmt:
 		case T_MergeStmt:
-			return;
+			return linitial_node(RawStmt, stmts);
 		default:
 			break;
 	}
+	if (what == TS_CHECK_COMPARE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot compare timing of utility statement %s", tag),
+				 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("cannot compare timing of utility statement %s", tag),
-			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements can be compared.")));
+			 errmsg("cannot time the plan nodes of utility statement %s", tag),
+			 errdetail("Only SELECT, VALUES, INSERT, UPDATE, DELETE and MERGE statements have plan nodes to time.")));
+	return NULL;				/* keep compiler quiet */
 }
 
 /*
@@ -304,12 +312,15 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	const char *options[NUM_MODES];
 	double	   *times[NUM_MODES];
 	double		med[NUM_MODES];
+	double	   *margins[NUM_MODES];	/* the top node's, in % of its total */
+	bool		sampled[NUM_MODES];
+	bool		have_margin[NUM_MODES];
 	double		rows = -1;
 	int			nmodes;
 	int			nestlevel;
 	GucContext	context = superuser() ? PGC_SUSET : PGC_USERSET;
 
-	check_compare_query(query);
+	(void) ts_check_query(query, TS_CHECK_COMPARE);
 
 	/*
 	 * On 19+ the modes are set through core's timing_clock_source, which
@@ -350,12 +361,20 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	options[MODE_SYSTEM] = "ANALYZE; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
 	options[MODE_TSC] = options[MODE_SYSTEM];
 	/* sampled timing: with the TSC through 18, with either clock on 19 */
-	for (int m = MODE_SYSTEM; m <= MODE_TSC; m++)
-		if (ts_instrument_samples(m == MODE_TSC))
+	for (int m = 0; m < NUM_MODES; m++)
+	{
+		sampled[m] = (m == MODE_SYSTEM || m == MODE_TSC) &&
+			ts_instrument_samples(m == MODE_TSC);
+		have_margin[m] = sampled[m];
+		if (sampled[m])
 			options[m] = psprintf("%s; timing_source.sample_every = %d",
 								  options[m], ts_sample_every);
+	}
 	for (int m = 0; m < nmodes; m++)
+	{
 		times[m] = palloc(sizeof(double) * runs);
+		margins[m] = palloc(sizeof(double) * runs);
+	}
 
 	/*
 	 * Settings made here are saved at our own GUC nest level and restored
@@ -379,8 +398,24 @@ timing_source_compare(PG_FUNCTION_ARGS)
 										 m == MODE_TSC ? "tsc" : "system",
 										 context, PGC_S_SESSION,
 										 GUC_ACTION_SAVE, true, 0, false);
+			ts_forget_top_estimate();
 			times[m][r] = run_in_subxact(sql[m],
 										 (m == MODE_OFF && rows < 0) ? &rows : NULL);
+
+			/*
+			 * A sampled mode's top node: the margin of its total, which
+			 * the mode shows only if every run had one
+			 */
+			if (have_margin[m])
+			{
+				TsSampleEstimate est;
+
+				if (ts_last_top_estimate(&est) && est.reliable &&
+					est.total_ns > 0)
+					margins[m][r] = 100.0 * est.margin_ns / est.total_ns;
+				else
+					have_margin[m] = false;
+			}
 		}
 	}
 
@@ -392,10 +427,13 @@ timing_source_compare(PG_FUNCTION_ARGS)
 
 	for (int m = 0; m < nmodes; m++)
 	{
-		/* 1.0's definition has the first six columns only */
+		/*
+		 * 1.0's definition has the first six columns only, 1.1-1.3's
+		 * seven: the row has what the caller's definition asks for
+		 */
 		TupleDesc	desc = rsinfo->setDesc;
-		Datum		values[7];
-		bool		nulls[7] = {false, false, false, false, false, false, false};
+		Datum		values[8];
+		bool		nulls[8] = {false, false, false, false, false, false, false, false};
 
 		values[0] = CStringGetTextDatum(compare_mode_names[m]);
 		values[1] = Int32GetDatum(runs);
@@ -422,6 +460,12 @@ timing_source_compare(PG_FUNCTION_ARGS)
 			values[6] = CStringGetTextDatum(options[m]);
 		else
 			nulls[6] = true;
+		/* top_margin_pct: the median over the runs, sampled modes only */
+		if (desc->natts > 7 && have_margin[m])
+			values[7] = ts_fixed_datum(desc, 7, median_of(margins[m], runs),
+									   TS_RATIO_SCALE);
+		else
+			nulls[7] = true;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 

@@ -303,6 +303,74 @@ ts_instr_time_add_ns(instr_time *t, uint64 ns)
 
 #endif							/* TS_HAVE_EXECUTOR_HOOK */
 
+/*
+ * A plan node's instrumentation as EXPLAIN reads it once its loops have
+ * ended (InstrEndLoop): startup and total times over all loops, in
+ * nanoseconds.  Through 18 they are doubles in seconds; 19 keeps them as
+ * instr_time (core's ticks, which INSTR_TIME_GET_DOUBLE converts).
+ * ts_instr_workers_ran(): whether parallel workers ran the node (their
+ * figures, added to the leader's, are kept per worker too).
+ */
+#include "nodes/execnodes.h"
+
+#if PG_VERSION_NUM >= 190000
+static inline double
+ts_instr_total_ns(NodeInstrumentation *ni)
+{
+	return INSTR_TIME_GET_DOUBLE(ni->instr.total) * 1e9;
+}
+
+static inline double
+ts_instr_startup_ns(NodeInstrumentation *ni)
+{
+	return INSTR_TIME_GET_DOUBLE(ni->startup) * 1e9;
+}
+#else
+static inline double
+ts_instr_total_ns(Instrumentation *instr)
+{
+	return instr->total * 1e9;
+}
+
+static inline double
+ts_instr_startup_ns(Instrumentation *instr)
+{
+	return instr->startup * 1e9;
+}
+#endif
+
+static inline bool
+ts_instr_workers_ran(PlanState *node)
+{
+	if (node->worker_instrument == NULL)
+		return false;
+	for (int i = 0; i < node->worker_instrument->num_workers; i++)
+	{
+		if (node->worker_instrument->instrument[i].nloops > 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Running a planned query to completion (plan_nodes.c): planning takes
+ * an ExplainState from 19 on (NULL: not under EXPLAIN), and ExecutorRun
+ * lost execute_once in 18.
+ */
+#if PG_VERSION_NUM >= 190000
+#define ts_plan_query(query, text, opts, params) \
+	pg_plan_query((query), (text), (opts), (params), NULL)
+#else
+#define ts_plan_query(query, text, opts, params) \
+	pg_plan_query((query), (text), (opts), (params))
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define ts_executor_run_all(qd) ExecutorRun((qd), ForwardScanDirection, 0)
+#else
+#define ts_executor_run_all(qd) ExecutorRun((qd), ForwardScanDirection, 0, true)
+#endif
+
 /* ----------------------------------------------------------------------
  * Diagnostics (src/diagnostics.c)
  * ----------------------------------------------------------------------

@@ -120,6 +120,12 @@ typedef struct TsInstrumentation
 	int64		countdown;		/* calls until the next sampled one */
 	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
 	int64		loop_start;		/* clock reading at the loop's first call */
+	/* for the estimate's variance, updated on sampled calls only: */
+	uint64		sampled;		/* calls timed at weight N */
+	double		sumsq_ns;		/* sum of their squared durations, ns^2 */
+	int64		gap_sum;		/* sum of all gaps drawn: minus countdown,
+								 * the number of calls that could be sampled */
+	double		capped_ns;		/* what the caps took off the estimate */
 } TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
@@ -160,6 +166,22 @@ ts_sample_gap(TsInstrumentation *ti)
 		(1.0 / 9007199254740992.0);
 
 	return 1 + (int64) floor(log(u) * ti->inv_log_q);
+}
+
+/*
+ * What the variance of a node's estimate needs from a call timed at weight
+ * N: out of line, since it runs on 1 in N calls and the conversion and
+ * floating point would only crowd the wrappers' fast path.  The next gap
+ * was drawn just before the call ran; count it now.
+ */
+static pg_noinline void
+ts_sampled_call(TsInstrumentation *ti, TimingClockSource clock, int64 ticks)
+{
+	double		ns = ticks > 0 ? ts_clock_ticks_ns(clock, ticks) : 0.0;
+
+	ti->sampled++;
+	ti->sumsq_ns += ns * ns;
+	ti->gap_sum += ti->countdown;
 }
 
 /* How a wrapper times: not at all (rows only), every call, or sampled */
@@ -328,8 +350,13 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 			if (unlikely(!instr->running))
 				ti->loop_start = start;
-			else if (weight > 1 && end > ti->loop_start)
-				ts_clock_clamp(clock, &instr->counter, end - ti->loop_start);
+			else if (weight > 1)
+			{
+				ts_sampled_call(ti, clock, ticks);
+				if (end > ti->loop_start)
+					ti->capped_ns += ts_clock_clamp(clock, &instr->counter,
+													end - ti->loop_start);
+			}
 		}
 		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
@@ -533,6 +560,73 @@ ts_node_sample_every(PlanState *node)
 }
 
 /*
+ * The variance of a sampled node's estimate.  Within a loop, the first
+ * call is timed exactly; each later call i, of duration x_i, is timed
+ * independently with probability p = 1/N (the gaps are geometric, so the
+ * choices are independent Bernoulli trials) and then counts N x_i.  The
+ * estimate of those calls' sum is a Horvitz-Thompson estimator under
+ * Poisson sampling, with variance sum_i (1 - p) / p x_i^2 over all those
+ * calls, estimated without bias by sum over the sampled calls of
+ * (1 - p) / p^2 x_i^2 = N (N - 1) x_i^2.  Calls of all loops are
+ * independent too, so one sum of squares serves the whole node.
+ *
+ * A cap (see TsInstrumentation) lowers a loop's estimate to a bound: the
+ * result is no longer that estimator, but the uncapped estimate is the
+ * capped one plus what the caps took off, D.  Whenever the interval of
+ * half-width m around the uncapped estimate holds, the truth is within
+ * m + D of the capped one, so that is the margin stated: wider, never
+ * wrong.
+ *
+ * A node that parallel workers ran has no interval: core ships only its
+ * own part of the instrumentation to the leader, so the workers' sampled
+ * calls are in the total but their spread is not known here.
+ */
+bool
+ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
+{
+	TsInstrumentation *ti;
+	double		n;
+	double		var;
+
+	if (node->instrument == NULL || ts_node_sample_every(node) <= 1)
+		return false;
+	ti = (TsInstrumentation *) node->instrument;
+	n = (double) ti->weight;
+	var = n * (n - 1.0) * ti->sumsq_ns;
+
+	est->sample_every = ti->weight;
+	est->sampled_calls = ti->sampled;
+	est->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
+	est->total_ns = ts_instr_total_ns(node->instrument);
+	est->capped_ns = ti->capped_ns;
+	est->margin_ns = 1.96 * sqrt(var) + ti->capped_ns;
+
+	if (ts_instr_workers_ran(node))
+		est->why = TS_ESTIMATE_WORKERS;
+	else if (est->other_calls > 0 && ti->sampled < TS_MIN_SAMPLED_CALLS)
+		est->why = TS_ESTIMATE_FEW_CALLS;
+	else
+		est->why = TS_ESTIMATE_OK;
+	est->reliable = (est->why == TS_ESTIMATE_OK);
+	return true;
+}
+
+const char *
+ts_estimate_why_text(TsEstimateWhy why)
+{
+	switch (why)
+	{
+		case TS_ESTIMATE_OK:
+			break;
+		case TS_ESTIMATE_FEW_CALLS:
+			return "too few calls for an interval";
+		case TS_ESTIMATE_WORKERS:
+			return "no interval for parallel workers' share";
+	}
+	return NULL;
+}
+
+/*
  * Nodes core runs through MultiExecProcNode, with its own calls to
  * InstrStartNode/InstrStopNode: their ExecProcNode is never called, so
  * there is nothing to bind (and they must not be counted as bound).
@@ -601,6 +695,10 @@ ts_bind_node(PlanState *node, void *context)
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 				ti->countdown = ts_sample_gap(ti);
 				ti->loop_start = 0;
+				ti->sampled = 0;
+				ti->sumsq_ns = 0.0;
+				ti->gap_sum = ti->countdown;
+				ti->capped_ns = 0.0;
 				node->instrument = &ti->instr;
 				node->ExecProcNode = bc->set->first_sampled;
 			}
@@ -680,10 +778,41 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	ts_clock_query_start(queryDesc, bc.timed);
 }
 
+/*
+ * The estimate of the top node of the last query that ended with its
+ * top node sampled and its loop ended (as EXPLAIN ends it), for
+ * timing_source_compare(), which runs EXPLAIN through SPI and has no
+ * other way to the plan state tree.  Nested queries end before the query
+ * that runs them, so the outermost one is what stays.
+ */
+static TsSampleEstimate ts_top_estimate;
+static bool ts_top_estimate_valid = false;
+
+void
+ts_forget_top_estimate(void)
+{
+	ts_top_estimate_valid = false;
+}
+
+bool
+ts_last_top_estimate(TsSampleEstimate *est)
+{
+	if (!ts_top_estimate_valid)
+		return false;
+	*est = ts_top_estimate;
+	return true;
+}
+
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
 {
+	PlanState  *top = queryDesc->planstate;
+
 	ts_clock_query_end(queryDesc);
+
+	if (top != NULL && top->instrument != NULL && !top->instrument->running &&
+		ts_node_sample_estimate(top, &ts_top_estimate))
+		ts_top_estimate_valid = true;
 
 	if (ts_pending_calls > 0)
 	{
@@ -761,6 +890,29 @@ bool
 ts_instrument_samples(bool tsc)
 {
 	return false;
+}
+
+bool
+ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
+{
+	return false;
+}
+
+void
+ts_forget_top_estimate(void)
+{
+}
+
+bool
+ts_last_top_estimate(TsSampleEstimate *est)
+{
+	return false;
+}
+
+const char *
+ts_estimate_why_text(TsEstimateWhy why)
+{
+	return NULL;
 }
 
 void

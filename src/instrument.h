@@ -67,12 +67,28 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 	counter->ticks += ticks * (int64) weight;
 }
 
-/* keep a counter at most "ticks" (a positive interval): one comparison */
-static inline void
+/* a positive interval of "ticks" in nanoseconds, as core converts now */
+static inline double
+ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
+{
+	return (double) ts_core_ticks_to_ns(ticks, ts_core_ticks_unit());
+}
+
+/*
+ * keep a counter at most "ticks" (a positive interval): one comparison;
+ * returns what it took off, in nanoseconds
+ */
+static inline double
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
 	if (counter->ticks > ticks)
+	{
+		int64		over = counter->ticks - ticks;
+
 		counter->ticks = ticks;
+		return ts_clock_ticks_ns(clock, over);
+	}
+	return 0.0;
 }
 
 /*
@@ -122,19 +138,30 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 }
 
 /*
- * keep a counter at most "ticks" (a positive interval); a conversion and
- * floating point, kept out of line off the wrappers' fast path
+ * keep a counter at most "ticks" (a positive interval); returns what it
+ * took off, in nanoseconds.  A conversion and floating point, kept out of
+ * line off the wrappers' fast path.
  */
-pg_attribute_unused() static pg_noinline void
+pg_attribute_unused() static pg_noinline double
 ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
 {
 	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
+	double		was = INSTR_TIME_GET_DOUBLE(*counter) * 1e9;
 
-	if (INSTR_TIME_GET_DOUBLE(*counter) * 1e9 > (double) ns)
+	if (was > (double) ns)
 	{
 		INSTR_TIME_SET_ZERO(*counter);
 		ts_instr_time_add_ns(counter, ns);
+		return was - (double) ns;
 	}
+	return 0.0;
+}
+
+/* a positive interval of "ticks" in nanoseconds */
+static inline double
+ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
+{
+	return (double) tsclock_ticks_to_ns((uint64) ticks);
 }
 
 /*
@@ -217,5 +244,56 @@ ts_explain_init(void)
 #endif
 
 #endif							/* TS_HAVE_NODE_WRAPPERS */
+
+#include "nodes/execnodes.h"
+
+/*
+ * A sampled node's estimate of its total time over all loops and the
+ * uncertainty of that estimate (instrument.c; docs/internals.md derives
+ * it), on every build: where nothing samples, no node has one.  margin_ns is the half-width of a 95% interval around total_ns;
+ * it means something only when reliable is true, and "why" then is
+ * TS_ESTIMATE_OK.  Read once the node's loops have ended (InstrEndLoop).
+ */
+typedef enum TsEstimateWhy
+{
+	TS_ESTIMATE_OK,				/* the interval holds */
+	TS_ESTIMATE_FEW_CALLS,		/* too few sampled calls for an interval */
+	TS_ESTIMATE_WORKERS			/* parallel workers' share has no variance */
+} TsEstimateWhy;
+
+typedef struct TsSampleEstimate
+{
+	uint64		sample_every;	/* N */
+	uint64		sampled_calls;	/* calls timed at weight N */
+	uint64		other_calls;	/* calls after the first of each loop, the
+								 * ones that could be sampled (leader's) */
+	double		total_ns;		/* the estimate, all loops, workers' too */
+	double		margin_ns;		/* 95% half-width */
+	double		capped_ns;		/* what the per-loop cap took off (included
+								 * in margin_ns) */
+	bool		reliable;
+	TsEstimateWhy why;
+} TsSampleEstimate;
+
+/*
+ * Fewer calls timed at weight N than this: no interval.  The interval is
+ * a normal approximation from the sampled calls' own spread; with fewer,
+ * that spread is itself too uncertain (and zero with none sampled).
+ */
+#define TS_MIN_SAMPLED_CALLS	30
+
+/* false (est untouched) unless the node was bound to sampled timing */
+extern bool ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est);
+
+/*
+ * The top node's estimate of the last query whose top node was sampled,
+ * read at its ExecutorEnd once its loop had ended (EXPLAIN ends it), and
+ * forgetting it before a run (instrument.c, for compare.c)
+ */
+extern bool ts_last_top_estimate(TsSampleEstimate *est);
+extern void ts_forget_top_estimate(void);
+
+/* What an estimate's "why" means, for EXPLAIN and SQL (instrument.c) */
+extern const char *ts_estimate_why_text(TsEstimateWhy why);
 
 #endif							/* TS_INSTRUMENT_H */

@@ -59,6 +59,19 @@ extern void ts_report_tsc_unusable(const char *what) pg_attribute_noreturn();
 #define TS_RATIO_SCALE	3		/* ratios */
 extern Datum ts_fixed_datum(TupleDesc desc, int attno, double value, int scale);
 
+/*
+ * compare.c: ereport(ERROR) unless query is one statement with plan nodes
+ * (SELECT, VALUES, INSERT, UPDATE, DELETE, MERGE); returns it parsed.
+ * "what" names the caller in the error about a utility statement.
+ */
+typedef enum TsQueryCheck
+{
+	TS_CHECK_COMPARE,			/* timing_source_compare() */
+	TS_CHECK_PLAN_NODES			/* timing_source_explain_nodes() */
+} TsQueryCheck;
+struct RawStmt;
+extern struct RawStmt *ts_check_query(const char *query, TsQueryCheck what);
+
 /* diagnostics.c: ereport(ERROR) unless 1 <= runs <= max */
 extern int	ts_check_runs(int runs, int max);
 

@@ -33,7 +33,18 @@ SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8
                 (mode = 'tsc' OR (mode = 'system' AND current_setting('server_version_num')::int >= 190000)))
          AS options_name_sampling_where_it_applies
   FROM timing_source_compare('SELECT 1', 1);
+-- top_margin_pct: the margin of the top node's estimate, exactly for the
+-- sampled modes, when the top node had enough sampled calls (a scan of
+-- 20,000 rows at 1 in 8); an aggregate's single call after its first has
+-- none; without sampling no mode has one
+SELECT mode, (top_margin_pct IS NOT NULL) = coalesce(explain_options LIKE '%sample_every%', false) AS margin_where_sampled,
+       coalesce(top_margin_pct > 0 AND top_margin_pct < 50, true) AS margin_plausible
+  FROM timing_source_compare('SELECT g FROM generate_series(1, 20000) g', 3) ORDER BY mode;
+SELECT bool_and(top_margin_pct IS NULL) AS none_for_too_few_calls
+  FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 20000) g', 1);
 RESET timing_source.sample_every;
+SELECT bool_and(top_margin_pct IS NULL) AS none_when_exact
+  FROM timing_source_compare('SELECT g FROM generate_series(1, 20000) g', 1);
 
 -- rows through timed nodes: Actual Rows x Actual Loops summed over all
 -- nodes, recovered from overhead_ns_per_row = (median - median of timing

@@ -1,0 +1,110 @@
+--
+-- timing_source_explain_nodes(): argument checks, the shape of its rows,
+-- and that exact and sampled nodes are told apart (the coverage of the
+-- sampled intervals is t/082_sampled_intervals.pl's)
+--
+SET max_parallel_workers_per_gather = 0;
+CREATE TABLE en_t AS SELECT g AS id, g % 10 AS k FROM generate_series(1, 1000) g;
+CREATE INDEX en_t_k ON en_t (k);
+ANALYZE en_t;
+
+-- bad arguments: clear errors, before anything runs
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes(NULL)$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('')$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT 1; SELECT 2')$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('VACUUM en_t')$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('CREATE TABLE en_x AS SELECT 1')$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT 1', 0)$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT 1', -5)$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT 1', 1000001)$$);
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT * FROM en_nosuch')$$);
+-- a syntax error points into the query, not into the calling statement
+SELECT * FROM timing_source_explain_nodes('SELECT FROM WHERE');
+-- the query's own errors come through; the setting is left as it was
+SET timing_source.sample_every = 3;
+SELECT ts_error_of($$SELECT * FROM timing_source_explain_nodes('SELECT 1/0', 7)$$);
+SHOW timing_source.sample_every;
+RESET timing_source.sample_every;
+
+-- the tree: pre-order numbering, parents, depths, EXPLAIN's node names,
+-- schema-qualified relations, rows and loops summed over all loops
+SELECT node_id, parent_id, depth, node_type, relation, loops, rows
+  FROM timing_source_explain_nodes(
+    $$SELECT a.k, count(*) FROM en_t a JOIN en_t b ON a.id = b.id
+       WHERE a.k < 5 GROUP BY a.k ORDER BY a.k$$)
+ ORDER BY node_id;
+
+-- a correlated subplan: its nodes are children of the node running it,
+-- with one loop per outer row
+SELECT node_id, parent_id, depth, node_type, relation, loops, rows
+  FROM timing_source_explain_nodes(
+    $$SELECT id, (SELECT max(b.id) FROM en_t b WHERE b.k = a.k)
+        FROM en_t a WHERE a.id <= 20$$)
+ ORDER BY node_id;
+
+-- times: present for nodes that ran, startup within total, every node
+-- within the run's execution time (which every row carries), NULL for
+-- nodes that never ran
+-- (the second member of the Append, after the Limit has its row)
+SELECT count(*) FILTER (WHERE loops = 0) > 0 AS some_never_ran,
+       bool_and((total_ms IS NULL) = (loops = 0) AND
+                (startup_ms IS NULL) = (loops = 0)) AS times_exactly_where_ran,
+       bool_and(coalesce(startup_ms <= total_ms, true)) AS startup_within_total,
+       bool_and(coalesce(total_ms <= execution_ms, true)) AS within_execution,
+       bool_and(execution_ms > 0) AS has_execution_time,
+       min(execution_ms) = max(execution_ms) AS one_execution_time
+  FROM timing_source_explain_nodes(
+    $$SELECT 1 FROM (SELECT id FROM en_t WHERE id = 5
+                     UNION ALL SELECT id FROM en_t WHERE k = 3) u LIMIT 1$$);
+
+-- a modifying statement runs, reports, and is rolled back
+SELECT node_id, node_type, relation, rows
+  FROM timing_source_explain_nodes($$UPDATE en_t SET k = k + 100 WHERE id <= 10$$)
+ ORDER BY node_id;
+SELECT count(*) AS untouched FROM en_t WHERE k >= 100;
+
+-- exact timing (sample_every 1, also over a session setting): no
+-- sampling columns
+SET timing_source.sample_every = 50;
+SELECT bool_and(sample_every IS NULL AND sampled_calls IS NULL AND
+                margin_ms IS NULL AND estimate_reliable IS NULL) AS exact
+  FROM timing_source_explain_nodes('SELECT count(*) FROM en_t', 1);
+RESET timing_source.sample_every;
+SELECT bool_and(sample_every IS NULL) AS exact_by_default
+  FROM timing_source_explain_nodes('SELECT count(*) FROM en_t');
+
+-- sampled: the wrappers sample with the TSC through 18 (core times
+-- under the system clock, exactly), with either clock on 19; Hash runs
+-- through MultiExecProcNode and stays exact.  A sampled node that ran
+-- says whether its estimate has an interval, and has a margin exactly
+-- when it does; a node whose every call was the first of its loop is
+-- exact, margin 0.
+SELECT ts_set_tsc() AS tsc_set_where_available;
+CREATE TEMP TABLE en_samples AS
+SELECT n.*, current_setting('server_version_num')::int >= 190000 OR t.available AS can_sample
+  FROM timing_source_explain_nodes(
+    $$SELECT a.k, count(*) FROM en_t a JOIN en_t b ON a.id = b.id
+       GROUP BY a.k$$, 4) n, timing_source_tsc() t;
+SELECT node_id, node_type,
+       (sample_every IS NOT NULL) = (can_sample AND node_type <> 'Hash') AS sampled_where_expected,
+       coalesce(sample_every = 4, true) AS n_as_asked,
+       (estimate_reliable IS NOT NULL) = (sample_every IS NOT NULL) AS reliability_told,
+       (margin_ms IS NOT NULL) = coalesce(estimate_reliable, false) AS margin_when_reliable,
+       coalesce(margin_ms >= 0, true) AS margin_not_negative
+  FROM en_samples ORDER BY node_id;
+-- the scan's 1,000 calls at 1 in 4 are well above the threshold of 30
+-- sampled calls; the aggregate's few calls after its first are far below
+SELECT node_type,
+       CASE WHEN can_sample THEN sampled_calls BETWEEN 100 AND 500 ELSE true END AS sampled_about_1_in_4,
+       CASE WHEN can_sample THEN estimate_reliable ELSE true END AS reliable
+  FROM en_samples WHERE node_type = 'Seq Scan' ORDER BY node_id;
+SELECT CASE WHEN can_sample THEN sampled_calls < 30 AND NOT estimate_reliable ELSE true END AS too_few_calls_said
+  FROM en_samples WHERE node_id = 1;
+
+-- privileges: monitoring roles only
+SELECT has_function_privilege('public', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS public_may,
+       has_function_privilege('pg_monitor', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS pg_monitor_may;
+
+DROP TABLE en_t;
+RESET max_parallel_workers_per_gather;
+RESET timing_clock_source;
