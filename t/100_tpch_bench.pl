@@ -111,8 +111,14 @@ for my $t ('median per-node error <= 5%', 'interval coverage >= 90%',
 }
 my ($samp) = $out =~ /median per-node error <= 5%[^|]*\|\s*(\S+)/;
 like($samp // '', qr/^\d+(\.\d+)?%$/, 'the sampled median error is a figure');
+# coverage needs sampled runs with a margin among the judged nodes, which
+# a scale this small may not have: the figure or "not run" is accepted,
+# and that the margins reach the recorded runs is checked directly
 my ($cov) = $out =~ /interval coverage >= 90%[^|]*\|\s*(\S+)/;
-like($cov // '', qr/^\d+(\.\d+)?%$/, 'so is the coverage (the sampled runs have intervals)');
+like($cov // '', qr/^(\d+(\.\d+)?%|-)$/, 'the coverage is a figure, or not run');
+cmp_ok($node->safe_psql('ts_bench',
+		q{SELECT count(*) FROM tpch_run.obs WHERE mode = 'sampled' AND margin_ms > 0}),
+	'>', 0, 'the sampled runs recorded their margins');
 if ($has_subtract)
 {
 	my ($top) = $out =~ /top node within 5% on every query[^|]*\|\s*worst (\S+)/;
