@@ -5,7 +5,7 @@
 # and with the TSC.  Run as root on Debian; the cluster is always stopped.
 #
 #   scripts/main.sh            diagnostics + short benchmark (3 rounds) and the
-#                              TPC-H-shaped accuracy run (4 rounds, about half a minute)
+#                              TPC-H-shaped accuracy run (4 rounds, under a minute)
 #   scripts/main.sh --full     diagnostics + full benchmark (7 rounds, accuracy run 10)
 set -euo pipefail
 
