@@ -43,7 +43,8 @@
 # (unbiased, its clock reads 1/256 of exact timing's).  Printed: the top
 # node's exact, sampled and ref totals over untimed, and the largest
 # deviation of sampled and of exact from the reference among nodes whose
-# reference is >= 1 ms.
+# reference is >= 1 ms; where timing_source.subtract_overhead exists, the
+# same for exact timing with it on ("subtracted").
 #
 # With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
 # usage kept by the wide (AVX2) wrappers against plain copies.  A second
@@ -518,13 +519,14 @@ printf '%s\n' "${table2[@]}"
 # references that carry no exact timing's cost ----
 # Per plan node (in plan order, which is the same in every run of a
 # query): total time = Actual Total Time x Actual Loops.  Rounds
-# interleave exact, sampled (1 in 64), untimed (TIMING OFF) and three
+# interleave exact, sampled (1 in 64), untimed (TIMING OFF), exact with
+# timing_source.subtract_overhead on (where the setting exists) and three
 # reference runs sampled at 1 in 256.  References: the untimed Execution
 # Time (median) for the top node; for the others the mean of the reference
 # runs, an unbiased estimate (calls chosen at random, each counting 256
 # times) whose clock reads cost 1/256 of exact timing's.
 if [ "$tsc_ok" = 1 ]; then
-	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms" >"$acc_csv"
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
@@ -535,8 +537,12 @@ if [ "$tsc_ok" = 1 ]; then
 			CREATE FUNCTION pg_temp.node_totals(q text, every int) RETURNS float8[] LANGUAGE plpgsql AS \$\$
 			DECLARE d jsonb;
 			BEGIN
-				-- every = 0: TIMING OFF, and only the Execution Time
+				-- every = 0: TIMING OFF, and only the Execution Time;
+				-- every = -1: exact, with the estimated timing cost subtracted
 				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
+				IF current_setting('timing_source.subtract_overhead', true) IS NOT NULL THEN
+					PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
+				END IF;
 				IF every = 0 THEN
 					EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) ' || q INTO d;
 					RETURN ARRAY[(d -> 0 ->> 'Execution Time')::float8];
@@ -549,25 +555,30 @@ if [ "$tsc_ok" = 1 ]; then
 			SELECT pg_temp.node_totals(\$q\$$query\$q\$, 1) IS NOT NULL AS warm \gset
 			DO \$\$
 			DECLARE
-				order_ int[] := ARRAY[1, 64, 0, 256, 256, 256];
+				-- the subtracted mode only where the setting exists (its
+				-- column is empty otherwise)
+				order_ int[] := CASE WHEN current_setting('timing_source.subtract_overhead', true) IS NOT NULL
+								THEN ARRAY[1, 64, 0, 256, -1, 256, 256] ELSE ARRAY[1, 64, 0, 256, 256, 256] END;
+				n int := cardinality(order_);
 			BEGIN
 				FOR r IN 1..$reps LOOP
-					FOR k IN 0..5 LOOP
-						INSERT INTO runs SELECT order_[1 + (k + r) % 6], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % 6]);
+					FOR k IN 0..n - 1 LOOP
+						INSERT INTO runs SELECT order_[1 + (k + r) % n], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % n]);
 					END LOOP;
 				END LOOP;
 			END \$\$;
 			WITH per_node AS (
 				SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 1) AS exact,
 						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled,
-						  avg(t) FILTER (WHERE every = 256) AS ref_mean
+						  avg(t) FILTER (WHERE every = 256) AS ref_mean,
+						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = -1) AS subtracted
 				  FROM runs, unnest(totals) WITH ORDINALITY AS u(t, n)
-				 WHERE every > 0
+				 WHERE every <> 0
 				 GROUP BY n),
 			untimed AS (
 				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0),
 			ref AS (
-				SELECT n, exact, sampled, ref_mean,
+				SELECT n, exact, sampled, ref_mean, subtracted,
 					   CASE WHEN n = 1 THEN (SELECT ms FROM untimed) ELSE ref_mean END AS reference
 				  FROM per_node)
 			SELECT count(*),
@@ -576,21 +587,26 @@ if [ "$tsc_ok" = 1 ]; then
 				   to_char(max(ref_mean / reference) FILTER (WHERE n = 1), 'FM0.000'),
 				   to_char(coalesce(max(abs(sampled / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
 				   to_char(coalesce(max(abs(exact / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
-				   count(*) FILTER (WHERE reference >= 1)
+				   count(*) FILTER (WHERE reference >= 1),
+				   coalesce(to_char(max(subtracted / reference) FILTER (WHERE n = 1), 'FM0.000'), '-'),
+				   coalesce(to_char(max(abs(subtracted / reference - 1) * 100) FILTER (WHERE reference >= 1), 'FM990.0'), '-')
 			  FROM ref;
 		EOF
 		)
-		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big <<<"$acc"
-		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
-			"$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$big")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big" >>"$acc_csv"
+		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big sub_untimed worst_sub <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$sub_untimed" "$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$worst_sub" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big,${sub_untimed/#-/},${worst_sub/#-/}" >>"$acc_csv"
 	done
 	echo
 	echo "Sampled (1 in 64) and exact TSC timing against references without exact timing's cost, per-node total time,"
 	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
 	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
-	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'top sampled/' 'top ref/' 'worst node' 'worst node' 'nodes'
-	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed 'sampled %' 'exact %' '>= 1 ms'
+	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here):"
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top ref/' \
+		'worst node' 'worst node' 'worst node' 'nodes'
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed untimed 'sampled %' 'exact %' \
+		'subtracted %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
 	echo "(a fuller accuracy run, with error bars and overhead subtraction, over 22 analytic queries: --tpch)"
 fi
