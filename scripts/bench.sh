@@ -3,6 +3,7 @@
 # row counting, buffer accounting, sampled timing, and always-on auto_explain.
 #
 #   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
+#                    [--tpch | --tpch-only] [--tpch-scale S] [--tpch-rounds N] [--tpch-no-subtract]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
 # root): installs the dependencies, builds and installs the extension,
@@ -31,16 +32,19 @@
 # prints the medians, their ratios, and the cost of one clock read,
 # (T - T_off) / (2 x rows through timed nodes).
 #
-# With the TSC usable, the accuracy of sampled timing: per query, the same
-# EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with sample_every = 64, and
-# with TIMING OFF ("untimed": its Execution Time is the query without clock
-# reads), interleaved.  For every plan node its total time (Actual Total
-# Time x Actual Loops, median over the rounds): the top node's exact and
-# sampled totals over the untimed execution time (exact timing inflates
-# what it measures by its own clock reads), the exact top node's with
-# timing_source.subtract_overhead on (its estimated timing cost removed)
-# over the same, sampled over exact, and the largest deviation from exact
-# among nodes whose exact total is >= 1 ms.
+# With the TSC usable, the accuracy of sampled and of exact timing: per
+# query, the same EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with
+# sample_every = 64, with TIMING OFF ("untimed": its Execution Time is the
+# query without clock reads) and, three times a round, with
+# sample_every = 256 ("ref"), interleaved.  For every plan node its total
+# time (Actual Total Time x Actual Loops): medians for exact and sampled,
+# the mean for ref.  References that do not carry exact timing's cost: the
+# untimed Execution Time for the top node, the ref mean for the others
+# (unbiased, its clock reads 1/256 of exact timing's).  Printed: the top
+# node's exact, sampled and ref totals over untimed, and the largest
+# deviation of sampled and of exact from the reference among nodes whose
+# reference is >= 1 ms; where timing_source.subtract_overhead exists, the
+# same for exact timing with it on ("subtracted").
 #
 # With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
 # usage kept by the wide (AVX2) wrappers against plain copies.  A second
@@ -72,6 +76,22 @@
 # and prints the medians and the ratios extension/core (below 1: the
 # extension's path is cheaper).  No pgbench part on 19.
 #
+# --tpch: also the TPC-H-shaped accuracy run (scripts/tpch/, after the
+# rest); --tpch-only: only that (no seed tables, no pgbench).  22 analytic
+# queries over eight tables generated in SQL (--tpch-scale S, default 0.05:
+# a lineitem of 300,000 rows; kept in schema tpch of ts_bench, rebuilt when
+# the generator or the scale changes), each in --tpch-rounds N (default
+# 10, 4 with --short) interleaved rounds of plain, untimed, exact, exact
+# with timing_source.subtract_overhead (left out with --tpch-no-subtract;
+# otherwise the run stops if the setting does not exist), sampled 1 in 64
+# and three runs at 1 in 128 (the reference), the per-node figures read with
+# timing_source_explain_nodes().  For every node of >= 1 ms by reference:
+# each mode's error, the sampled 95% interval's coverage, the shares of the
+# plan, the overhead of each mode over plain, per query and overall, with
+# the targets and the nodes that miss them; CSV in
+# bench/results/bench-<time>-tpch-nodes.csv and -tpch-queries.csv.
+# Parallel query is off for it.  On 15-18 it needs the TSC.
+#
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
@@ -85,14 +105,22 @@ pgb_secs=5 pgb_rounds=3
 [ -n "${BENCH_SHORT:-}" ] && reps=3 pgb_secs=3 pgb_rounds=1
 csvdir="$ROOT/bench/results"
 do_pgbench=1
+do_tpch=0 tpch_scale=0.05 tpch_subtract=1 tpch_rounds=
+short=0
+[ -n "${BENCH_SHORT:-}" ] && short=1
 
 while [ $# -gt 0 ]; do
 	case $1 in
-		--short) reps=3 pgb_secs=3 pgb_rounds=1 ;;
+		--short) reps=3 pgb_secs=3 pgb_rounds=1 short=1 ;;
+		--tpch) do_tpch=1 ;;
+		--tpch-only) do_tpch=2 ;;
+		--tpch-scale) tpch_scale=$2; shift ;;
+		--tpch-rounds) tpch_rounds=$2; shift ;;
+		--tpch-no-subtract) tpch_subtract=0 ;;
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,74p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,98p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -100,6 +128,13 @@ done
 case $reps in
 	''|*[!0-9]*|0) echo "--reps needs a positive number" >&2; exit 2 ;;
 esac
+# the TPC-H run: 10 rounds, 4 with --short
+[ -n "$tpch_rounds" ] || { tpch_rounds=10; [ "$short" = 1 ] && tpch_rounds=4; }
+case $tpch_rounds in
+	''|*[!0-9]*|0) echo "--tpch-rounds needs a positive number" >&2; exit 2 ;;
+esac
+[[ $tpch_scale =~ ^(0|[1-9][0-9]*)?(\.[0-9]+)?$ ]] && awk -v s="$tpch_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
+	{ echo "--tpch-scale needs a number above 0, at most 10" >&2; exit 2; }
 
 # ---- set-up of a throw-away cluster when no server is given ----
 if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
@@ -157,6 +192,8 @@ seed_workload() {
 	if [ "$(psql_db -At -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'ts_bench'")" = 0 ]; then
 		psql_db -d postgres -c 'CREATE DATABASE ts_bench'
 	fi
+	# the TPC-H run alone needs none of the seed tables
+	[ "$do_tpch" = 2 ] && return 0
 	seed t100k 100000 'CREATE TABLE t100k AS SELECT g AS id FROM generate_series(1, 100000) g'
 	seed t 5000000 'CREATE TABLE t AS SELECT g AS id FROM generate_series(1, 5000000) g'
 	seed nl_outer 1000 'CREATE TABLE nl_outer AS SELECT g AS id FROM generate_series(1, 1000) g'
@@ -171,6 +208,43 @@ pgver=$(psql_db -At -c 'SHOW server_version')
 pgnum=$(psql_db -At -c 'SHOW server_version_num')
 clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
 stamp=$(date -u +%Y%m%d-%H%M%S)
+
+# ---- the TPC-H-shaped accuracy run (scripts/tpch/) ----
+# On 15-18 it needs the TSC (under the system clock sampling has no effect);
+# on 19 it runs the wrappers (node_wrappers on) on core's clock.
+tpch_section() {
+	local tsetup clock_sql
+	. "$ROOT/scripts/tpch/accuracy.sh"
+	if [ "$pgnum" -ge 190000 ]; then
+		tsetup="SET jit = off;
+SELECT current_setting('timing_source.node_wrappers', true) IS NULL AS need_load \\gset
+\\if :need_load
+LOAD 'timing_source';
+\\endif"
+		clock_sql="SET timing_source.node_wrappers = on;"
+	else
+		tsetup="SET jit = off;
+SELECT current_setting('timing_clock_source', true) IS NULL AS need_load \\gset
+\\if :need_load
+LOAD 'timing_source';
+\\endif"
+		clock_sql="SET timing_clock_source = 'tsc';"
+		if ! psql_db -At >/dev/null 2>&1 <<<"$tsetup
+$clock_sql"; then
+			echo "TPC-H accuracy run: the TSC is not usable on this machine, and sampled timing needs it on PostgreSQL $pgver; not run" >&2
+			return 1
+		fi
+	fi
+	psql_db -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+		-c 'ALTER EXTENSION timing_source UPDATE'
+	tpch_load "$tpch_scale"
+	setup_sql=$tsetup tpch_run "$tpch_rounds" "$tpch_subtract" "$clock_sql"
+}
+
+if [ "$do_tpch" = 2 ]; then
+	tpch_section
+	exit $?
+fi
 
 # min and median of numbers on stdin
 min_median() {
@@ -301,6 +375,8 @@ LOAD 'timing_source';
 
 if [ "$pgnum" -ge 190000 ]; then
 	bench19
+	# a machine without the TSC gets the note and the rest of the bench
+	[ "$do_tpch" = 1 ] && { tpch_section || true; }
 	exit 0
 fi
 
@@ -439,12 +515,18 @@ printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lea
 printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
 printf '%s\n' "${table2[@]}"
 
-# ---- accuracy of sampled timing (1 in 64) against exact TSC timing ----
+# ---- accuracy of sampled timing (1 in 64) and of exact timing, against
+# references that carry no exact timing's cost ----
 # Per plan node (in plan order, which is the same in every run of a
-# query): total time = Actual Total Time x Actual Loops.  Rounds alternate
-# exact and sampled; medians per node; ratio sampled / exact.
+# query): total time = Actual Total Time x Actual Loops.  Rounds
+# interleave exact, sampled (1 in 64), untimed (TIMING OFF), exact with
+# timing_source.subtract_overhead on (where the setting exists) and three
+# reference runs sampled at 1 in 256.  References: the untimed Execution
+# Time (median) for the top node; for the others the mean of the reference
+# runs, an unbiased estimate (calls chosen at random, each counting 256
+# times) whose clock reads cost 1/256 of exact timing's.
 if [ "$tsc_ok" = 1 ]; then
-	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_sampled_over_exact,worst_node_deviation_pct,nodes_over_1ms,top_subtracted_over_untimed" >"$acc_csv"
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
@@ -458,7 +540,9 @@ if [ "$tsc_ok" = 1 ]; then
 				-- every = 0: TIMING OFF, and only the Execution Time;
 				-- every = -1: exact, with the estimated timing cost subtracted
 				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
-				PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
+				IF current_setting('timing_source.subtract_overhead', true) IS NOT NULL THEN
+					PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
+				END IF;
 				IF every = 0 THEN
 					EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) ' || q INTO d;
 					RETURN ARRAY[(d -> 0 ->> 'Execution Time')::float8];
@@ -470,44 +554,61 @@ if [ "$tsc_ok" = 1 ]; then
 			CREATE TEMP TABLE runs (every int, totals float8[]);
 			SELECT pg_temp.node_totals(\$q\$$query\$q\$, 1) IS NOT NULL AS warm \gset
 			DO \$\$
+			DECLARE
+				-- the subtracted mode only where the setting exists (its
+				-- column is empty otherwise)
+				order_ int[] := CASE WHEN current_setting('timing_source.subtract_overhead', true) IS NOT NULL
+								THEN ARRAY[1, 64, 0, 256, -1, 256, 256] ELSE ARRAY[1, 64, 0, 256, 256, 256] END;
+				n int := cardinality(order_);
 			BEGIN
 				FOR r IN 1..$reps LOOP
-					INSERT INTO runs SELECT e, pg_temp.node_totals(\$q\$$query\$q\$, e)
-					  FROM unnest(CASE r % 4 WHEN 0 THEN ARRAY[1, 64, 0, -1] WHEN 1 THEN ARRAY[64, 0, -1, 1]
-										   WHEN 2 THEN ARRAY[0, -1, 1, 64] ELSE ARRAY[-1, 1, 64, 0] END) AS e;
+					FOR k IN 0..n - 1 LOOP
+						INSERT INTO runs SELECT order_[1 + (k + r) % n], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % n]);
+					END LOOP;
 				END LOOP;
 			END \$\$;
 			WITH per_node AS (
 				SELECT n, percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 1) AS exact,
 						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = 64) AS sampled,
+						  avg(t) FILTER (WHERE every = 256) AS ref_mean,
 						  percentile_cont(0.5) WITHIN GROUP (ORDER BY t) FILTER (WHERE every = -1) AS subtracted
 				  FROM runs, unnest(totals) WITH ORDINALITY AS u(t, n)
 				 WHERE every <> 0
 				 GROUP BY n),
 			untimed AS (
-				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0)
+				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0),
+			ref AS (
+				SELECT n, exact, sampled, ref_mean, subtracted,
+					   CASE WHEN n = 1 THEN (SELECT ms FROM untimed) ELSE ref_mean END AS reference
+				  FROM per_node)
 			SELECT count(*),
-				   to_char(max(sampled / exact) FILTER (WHERE n = 1), 'FM0.000'),
-				   to_char(coalesce(max(abs(sampled / exact - 1) * 100) FILTER (WHERE exact >= 1), 0), 'FM990.0'),
-				   count(*) FILTER (WHERE exact >= 1),
-				   to_char(max(exact) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
-				   to_char(max(sampled) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000'),
-				   to_char(max(subtracted) FILTER (WHERE n = 1) / (SELECT ms FROM untimed), 'FM0.000')
-			  FROM per_node;
+				   to_char(max(exact / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(max(sampled / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(max(ref_mean / reference) FILTER (WHERE n = 1), 'FM0.000'),
+				   to_char(coalesce(max(abs(sampled / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
+				   to_char(coalesce(max(abs(exact / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
+				   count(*) FILTER (WHERE reference >= 1),
+				   coalesce(to_char(max(subtracted / reference) FILTER (WHERE n = 1), 'FM0.000'), '-'),
+				   coalesce(to_char(max(abs(subtracted / reference - 1) * 100) FILTER (WHERE reference >= 1), 'FM990.0'), '-')
+			  FROM ref;
 		EOF
 		)
-		read -r nodes top worst big exact_untimed samp_untimed sub_untimed <<<"$acc"
-		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
-			"$sub_untimed" "$samp_untimed" "$top" "$worst" "$big")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$top,$worst,$big,$sub_untimed" >>"$acc_csv"
+		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big sub_untimed worst_sub <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$sub_untimed" "$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$worst_sub" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big,${sub_untimed/#-/},${worst_sub/#-/}" >>"$acc_csv"
 	done
 	echo
-	echo "Sampled timing (sample_every = 64) against exact TSC timing, per-node total time, medians of $reps runs each;"
-	echo "untimed = Execution Time under TIMING OFF, the query without clock reads:"
-	echo "subtracted = exact with timing_source.subtract_overhead on:"
-	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top sampled/' 'worst node' 'nodes'
-	printf '%-22s %6s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed exact 'vs exact %' '>= 1 ms'
+	echo "Sampled (1 in 64) and exact TSC timing against references without exact timing's cost, per-node total time,"
+	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
+	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
+	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here):"
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top ref/' \
+		'worst node' 'worst node' 'worst node' 'nodes'
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed untimed 'sampled %' 'exact %' \
+		'subtracted %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
+	echo "(a fuller accuracy run, with error bars and overhead subtraction, over 22 analytic queries: --tpch)"
 fi
 
 # ---- buffer usage: the wide (AVX2) wrappers against plain copies ----
@@ -656,6 +757,9 @@ if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
 	done
 fi
 
+# a machine without the TSC gets the note and the rest of the bench
+[ "$do_tpch" = 1 ] && { tpch_section || true; }
+
 echo
 echo "rounds per variant: $reps; ratios and ns/read from medians; ns/read = (T - T_off) / (2 x timed rows), T_off = off for system, lean for tsc"
 echo "parallel query: timed rows are summed over all processes, time is wall time"
@@ -664,4 +768,5 @@ echo "     $sum_csv"
 [ -f "$pgb_csv" ] && echo "     $pgb_csv"
 [ -f "$acc_csv" ] && echo "     $acc_csv"
 [ -f "${usage_csv:-}" ] && echo "     $usage_csv"
+[ -f "${tpch_nodes_csv:-}" ] && echo "     $tpch_nodes_csv" && echo "     $tpch_queries_csv"
 exit 0

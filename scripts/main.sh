@@ -4,15 +4,16 @@
 # diagnostics, and compare EXPLAIN ANALYZE overhead with the system clock
 # and with the TSC.  Run as root on Debian; the cluster is always stopped.
 #
-#   scripts/main.sh            diagnostics + short benchmark (3 rounds)
-#   scripts/main.sh --full     diagnostics + full benchmark (7 rounds)
+#   scripts/main.sh            diagnostics + short benchmark (3 rounds) and the
+#                              TPC-H-shaped accuracy run (4 rounds, under a minute)
+#   scripts/main.sh --full     diagnostics + full benchmark (7 rounds, accuracy run 10)
 set -euo pipefail
 
 . "$(dirname "$0")/lib.sh"
 
-bench_args=(--short)
+bench_args=(--short --tpch)
 case ${1:-} in
-	--full) bench_args=() ;;
+	--full) bench_args=(--tpch) ;;
 	'') ;;
 	*) ts_die "unknown argument: $1" ;;
 esac
@@ -47,5 +48,5 @@ if [ "$(ts_psql -d postgres -At -c "SELECT to_regproc('timing_source_report') IS
 	ts_psql -d postgres -c 'SELECT * FROM timing_source_calibrate(3)'
 fi
 
-ts_log "EXPLAIN ANALYZE overhead: system clock vs TSC"
+ts_log "EXPLAIN ANALYZE overhead: system clock vs TSC; accuracy on a TPC-H-shaped workload"
 bash "$TS_ROOT/scripts/bench.sh" "${bench_args[@]}"
