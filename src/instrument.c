@@ -1262,7 +1262,14 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 	if (bc.ntimed == 0)
 		return;
-	if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+	/*
+	 * A parallel worker's calls are counted and estimated by its leader,
+	 * from the figures core copies back: a worker estimating (and
+	 * subtracting) its own would have its share taken off twice, and pay
+	 * for measuring the per-call cost in every new worker process.
+	 */
+	if ((queryDesc->instrument_options & INSTRUMENT_TIMER) &&
+		!IsParallelWorker())
 	{
 		TsPlanEntry *plan = ts_query_add(&ts_plans, queryDesc,
 										 sizeof(TsPlanEntry));
@@ -1395,9 +1402,14 @@ ts_instrument_init(void)
 	ExecutorStart_hook = ts_ExecutorStart;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_ExecutorEnd;
+	/*
+	 * The product's own hooks first, so that ours run around them: on 19,
+	 * rebase.c's ExecutorFinish must have brought every node to one unit
+	 * before the overhead estimate reads and adjusts the times.
+	 */
+	ts_clock_init();
 	prev_ExecutorFinish = ExecutorFinish_hook;
 	ExecutorFinish_hook = ts_ExecutorFinish;
-	ts_clock_init();
 	ts_explain_init();
 }
 

@@ -317,6 +317,7 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 		}
 	}
 	/* exactly timed nodes: the instrumentation's estimated cost */
+#ifdef TS_HAVE_EXECUTOR_HOOK
 	if (ps->instrument != NULL)
 	{
 		double		overhead_ns = ts_node_overhead_ns(ps);
@@ -328,6 +329,7 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 			row->nulls[13] = false;
 		}
 	}
+#endif
 	/* execution_ms (14) is filled in by the caller */
 	nr->rows = lappend(nr->rows, row);
 	MemoryContextSwitchTo(oldcxt);

@@ -1,0 +1,101 @@
+#
+# The instrumentation's own cost under a parallel plan: only the leader
+# estimates it.  The leader counts its workers' calls from the figures core
+# copies back, so a worker estimating too would have its share taken off
+# twice with timing_source.subtract_overhead on, and every new worker
+# process would pay for measuring the per-call cost.  The measurement logs
+# one DEBUG3 line per process ("the node wrappers' timing per call"), so
+# the server log says which processes measured.
+#
+# Where nothing estimates (15-18 with the TSC not in use: core times every
+# call), no process may measure at all.
+#
+use strict;
+use warnings;
+
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
+
+my $node = PostgreSQL::Test::Cluster->new('overhead_parallel');
+
+$node->init;
+$node->append_conf('postgresql.conf', q{
+shared_preload_libraries = 'timing_source'
+jit = off
+log_min_messages = debug3
+log_line_prefix = '%m [%p] '
+max_parallel_workers_per_gather = 2
+max_worker_processes = 8
+max_parallel_workers = 8
+parallel_setup_cost = 0
+parallel_tuple_cost = 0
+min_parallel_table_scan_size = 0
+parallel_leader_participation = on
+});
+$node->start;
+$node->safe_psql('postgres', q{
+	CREATE EXTENSION timing_source;
+	CREATE TABLE t AS SELECT g FROM generate_series(1, 300000) g;
+	VACUUM ANALYZE t;
+});
+expect_tsc_state($node);
+
+my $query = 'SELECT count(*) FROM t WHERE g % 7 = 1';
+
+# one session: its pid, the plan's launched workers, and how many nodes
+# the per-node function gives an overhead estimate
+my $offset = -s $node->logfile;
+my $out = $node->safe_psql('postgres', qq{
+	SET timing_source.subtract_overhead = on;
+	SELECT pg_backend_pid();
+	EXPLAIN (ANALYZE, FORMAT JSON) $query;
+	SELECT count(*) FILTER (WHERE overhead_ms IS NOT NULL)
+	  FROM timing_source_explain_nodes('$query', 1);
+});
+my @lines = split /\n/, $out;
+my $pid = shift @lines;
+my $estimated = pop @lines;
+my $plan = decode_json(join("\n", @lines));
+my $workers = 0;
+my @todo = ($plan->[0]{Plan});
+while (my $n = shift @todo)
+{
+	$workers += $n->{'Workers Launched'} // 0;
+	push @todo, @{ $n->{Plans} // [] };
+}
+
+my $log = slurp_file($node->logfile, $offset);
+my %measured;
+$measured{$1}++ while $log =~ /\[(\d+)\] DEBUG:  timing_source: the node wrappers' timing per call/g;
+my @others = grep { $_ != $pid } keys %measured;
+
+SKIP:
+{
+	skip 'no parallel worker was launched, so there is nothing to judge', 3
+	  if $workers == 0;
+
+	ok(!@others,
+		'no process but the leader measured the per-call cost'
+		  . (@others ? ' (also: ' . join(', ', @others) . ')' : ''));
+	if ($estimated > 0)
+	{
+		ok($measured{$pid}, 'the leader, which estimated, measured');
+		cmp_ok($estimated, '>=', 2, 'nodes above and below the Gather have an estimate');
+	}
+	else
+	{
+		ok(!%measured, 'where nothing is estimated, nothing is measured');
+		my $major = pg_major($node);
+		my $tsc = $node->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)';
+		ok($major < 19 && !$tsc,
+			'only 15-18 without the TSC in use estimate nothing');
+	}
+}
+
+$node->stop;
+done_testing();
