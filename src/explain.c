@@ -160,8 +160,9 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 	if (!es->analyze || !es->timing)
 		return;
 
+	/* a node that never ran has no times, and no timing cost to show */
 	overhead_ns = ts_node_overhead_ns(planstate);
-	if (overhead_ns >= 0)
+	if (overhead_ns >= 0 && planstate->instrument->nloops > 0)
 	{
 		double		ms = overhead_ns / 1e6;
 
