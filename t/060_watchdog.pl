@@ -53,8 +53,8 @@ sub sleep_plan
 	my ($ret, $out, $err) = $n->psql('postgres',
 		($sql_before // '') . "EXPLAIN (ANALYZE, FORMAT JSON) SELECT pg_sleep($secs)");
 	die "EXPLAIN failed: $err" if $ret != 0;
-	my $plan = decode_json($out)->[0]{Plan};
-	return ($plan->{'Actual Total Time'}, $err);
+	my $doc = decode_json($out)->[0];
+	return ($doc->{Plan}{'Actual Total Time'}, $err, $doc->{'Execution Time'});
 }
 
 sub tsc_row
@@ -82,10 +82,21 @@ if ($tsc)
 	is($r->{khz}, $half, 'TIMING_SOURCE_TEST_KHZ sets the frequency in use');
 	like($r->{source}, qr/overridden by TIMING_SOURCE_TEST_KHZ/, 'and the source says so');
 
-	# shorter than 10 ms: not a check
-	my ($ms, $err) = sleep_plan($node, 0.001);
-	is(tsc_row($node)->{checks}, 0, 'a query under 10 ms is not checked');
-	is($err, '', 'and warns nothing');
+	# shorter than 10 ms: not a check.  Where even this query takes 10 ms
+	# by the system clock (an emulated CPU under load), the watchdog rightly
+	# judges it; then a fresh server for the checks that follow.
+	my ($ms, $err, $exec_ms) = sleep_plan($node, 0.001);
+	SKIP:
+	{
+		if ($exec_ms >= 9)
+		{
+			local $ENV{TIMING_SOURCE_TEST_KHZ} = $half;
+			$node->restart;
+			skip "a 1 ms sleep took $exec_ms ms to execute here, so it is not a query under 10 ms", 2;
+		}
+		is(tsc_row($node)->{checks}, 0, 'a query under 10 ms is not checked');
+		is($err, '', 'and warns nothing');
+	}
 
 	($ms, $err) = sleep_plan($node, 0.05);
 	my @warnings = ($err =~ /WARNING:/g);
