@@ -34,6 +34,21 @@ use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('recovery');
 
+# The scenario needs queries that the watchdog does not judge (under its
+# 10 ms minimum) between the ones it does; under an emulated CPU (the
+# arm64 root) such queries take 20 ms or more, so a query meant to be
+# unjudged trips the watchdog and the sequence cannot be followed.  The
+# recovery is the same C code on every architecture, checked natively.
+if ($ENV{TS_EMULATED})
+{
+  SKIP:
+	{
+		skip 'under an emulated CPU the queries this test needs under 10 ms take longer', 1;
+	}
+	done_testing();
+	exit 0;
+}
+
 skip_all_from_major($node, 19,
 	'the wrappers read core\'s clock, whose trust is core\'s decision, so the extension has no watchdog to recover from there');
 $node->init;
