@@ -93,22 +93,32 @@ ts_watch_read(TsBracket *b)
 }
 
 /*
+ * Start watching a query: the state and the frequency it starts under, so
+ * that its verdict is judged against them, and both clocks now.
+ */
+static void
+ts_watch_begin(QueryDesc *queryDesc, bool probation)
+{
+	TsWatch    *w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
+
+	w->probation = probation;
+	w->generation = ts_tsc_generation;
+	w->freq_generation = ts_tsc_freq_generation;
+	w->khz = tsclock_info.khz;
+	w->mult = tsclock_info.mult;
+	ts_watch_read(&w->start);
+}
+
+/*
  * A parallel worker's part of the query is covered by its leader's
  * interval, so only the leader watches.
  */
 void
 ts_clock_query_start(QueryDesc *queryDesc, List *timed)
 {
-	TsWatch    *w;
-
 	if (IsParallelWorker())
 		return;
-	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
-	w->generation = ts_tsc_generation;
-	w->freq_generation = ts_tsc_freq_generation;
-	w->khz = tsclock_info.khz;
-	w->mult = tsclock_info.mult;
-	ts_watch_read(&w->start);
+	ts_watch_begin(queryDesc, false);
 }
 
 /*
@@ -118,17 +128,9 @@ ts_clock_query_start(QueryDesc *queryDesc, List *timed)
 void
 ts_clock_probation_start(QueryDesc *queryDesc)
 {
-	TsWatch    *w;
-
 	if (likely(ts_tsc_phase != TS_TSC_PROBATION) || IsParallelWorker())
 		return;
-	w = ts_query_add(&ts_watches, queryDesc, sizeof(TsWatch));
-	w->probation = true;
-	w->generation = ts_tsc_generation;
-	w->freq_generation = ts_tsc_freq_generation;
-	w->khz = tsclock_info.khz;
-	w->mult = tsclock_info.mult;
-	ts_watch_read(&w->start);
+	ts_watch_begin(queryDesc, true);
 }
 
 bool
