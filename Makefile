@@ -19,6 +19,7 @@ OBJS = \
 	src/explain.o \
 	src/instrument.o \
 	src/plan_nodes.o \
+	src/planid.o \
 	src/query_list.o \
 	src/rebase.o \
 	src/shared.o \

@@ -425,6 +425,33 @@ ts_instr_workers_ran(PlanState *node)
 #endif
 
 /* ----------------------------------------------------------------------
+ * Plan and query identity (src/planid.c)
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * EnableQueryId() is declared in utils/queryjumble.h through 15 and in
+ * nodes/queryjumble.h from 16 on.  PlannedStmt.planId, which modules may
+ * set and core reports, exists from 18 on; before that the plan id is
+ * the extension's own and there is nowhere to share it.  queryId became
+ * signed in 18; the extension keeps both as 64-bit unsigned.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "nodes/queryjumble.h"
+#else
+#include "utils/queryjumble.h"
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define ts_pstmt_plan_id(pstmt) ((uint64) (pstmt)->planId)
+#define ts_pstmt_set_plan_id(pstmt, id) ((pstmt)->planId = (int64) (id))
+#else
+#define ts_pstmt_plan_id(pstmt) ((void) (pstmt), (uint64) 0)
+#define ts_pstmt_set_plan_id(pstmt, id) ((void) (pstmt), (void) (id))
+#endif
+#define ts_pstmt_query_id(pstmt) ((uint64) (pstmt)->queryId)
+
+/* ----------------------------------------------------------------------
  * Diagnostics (src/diagnostics.c)
  * ----------------------------------------------------------------------
  */

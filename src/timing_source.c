@@ -38,6 +38,7 @@
 #include "utils/timestamp.h"
 
 #include "timing_source.h"
+#include "planid.h"
 
 TS_MODULE_MAGIC;
 
@@ -468,6 +469,9 @@ _PG_init(void)
 		ts_ensure_detected();
 
 	ts_shared_init();
+
+	/* the per-node statistics key on core's query id */
+	ts_planid_init();
 
 	if (ts_core_owns_setting)
 	{
