@@ -24,6 +24,7 @@ OBJS = \
 	src/rebase.o \
 	src/shared.o \
 	src/timing_source.o \
+	src/track.o \
 	src/tsclock.o \
 	src/watchdog.o
 EXTENSION = timing_source

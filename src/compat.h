@@ -106,7 +106,7 @@ ts_core_tsc_source(void)
  * the extension's default_version.  Earlier majors have only the plain
  * block.
  */
-#define TS_LIBRARY_VERSION "1.4"
+#define TS_LIBRARY_VERSION "1.5"
 
 #if PG_VERSION_NUM >= 180000
 #define TS_MODULE_MAGIC \
@@ -337,8 +337,8 @@ ts_node_set_times(TsNodeInstr *ni, double total_s, double startup_s)
 
 /*
  * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19, so it
- * needs no adapter.  (ExecutorRun_hook lost execute_once in 18; the
- * extension does not hook ExecutorRun.)
+ * needs no adapter.  ExecutorRun_hook lost execute_once in 18; per-node
+ * tracking (track.c) hooks it to know statements' nesting.
  */
 
 /*
@@ -416,6 +416,17 @@ ts_instr_workers_ran(PlanState *node)
 #else
 #define ts_plan_query(query, text, opts, params) \
 	pg_plan_query((query), (text), (opts), (params))
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define TS_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define TS_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define TS_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
+	bool execute_once
+#define TS_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
 #endif
 
 #if PG_VERSION_NUM >= 180000

@@ -39,6 +39,7 @@
 
 #include "timing_source.h"
 #include "planid.h"
+#include "track.h"
 
 TS_MODULE_MAGIC;
 
@@ -517,9 +518,13 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	ts_track_init();
+
 	MarkGUCPrefixReserved("timing_source");
 
 	ts_instrument_init();
+	/* after the wrappers': its ExecutorStart sets options before theirs */
+	ts_track_hooks();
 }
 
 /*
