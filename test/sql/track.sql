@@ -122,9 +122,12 @@ END
 $$;
 SET timing_source.track_nodes = none;
 SELECT ts_track_explain('SELECT count(*) FROM ts_track_t WHERE k = 3') AS untracked \gset
+-- tracking's own options, buffers included, stay out of it
 SET timing_source.track_nodes = 'all';
+SET timing_source.track_buffers = on;
 SELECT timing_source_plan_nodes_reset();
 SELECT ts_track_explain('SELECT count(*) FROM ts_track_t WHERE k = 3') AS tracked \gset
+RESET timing_source.track_buffers;
 SELECT :'untracked' = :'tracked' AS explain_unchanged;
 SELECT :'tracked';
 -- explained, then run untracked-by-EXPLAIN: two executions of one plan
