@@ -69,7 +69,7 @@ SELECT count(DISTINCT planid) AS plans_of_query
 SELECT p.node_id, p.label, p.rows_per_execution,
        (p.share_of_plan IS NULL) = (n.total_time_ms IS NULL) AS share_iff_timed,
        p.node_id > 1 OR p.share_of_plan IS NULL OR p.share_of_plan = 1 AS top_is_whole,
-       length(p.bar) <= 40 AS bar_fits
+       coalesce(length(p.bar) <= 40, p.share_of_plan IS NULL) AS bar_fits
   FROM timing_source_plan(:index_planid) p
   JOIN timing_source_plan_nodes n ON n.planid = :index_planid AND n.node_id = p.node_id
  ORDER BY p.node_id;
