@@ -100,7 +100,7 @@ SELECT count(DISTINCT queryid) > 1 AS several_queries FROM timing_source_plan_no
 SELECT timing_source_plan_nodes_reset(queryid)
   FROM (VALUES (:index_queryid)) x(queryid);
 SELECT count(*) AS query_rows_left FROM timing_source_plan_nodes WHERE queryid = :index_queryid;
-SELECT count(*) > 0 AS others_left FROM timing_source_plan_nodes;
+SELECT count(*) > 0 AS others_left FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
 SELECT stats_reset AS before_reset FROM timing_source_plan_nodes_info() \gset
 SELECT timing_source_plan_nodes_reset();
 SELECT count(*) <= 1 AS at_most_the_info_query FROM timing_source_plan_nodes;
@@ -128,6 +128,9 @@ SET timing_source.track_buffers = on;
 SELECT timing_source_plan_nodes_reset();
 SELECT ts_track_explain('SELECT count(*) FROM ts_track_t WHERE k = 3') AS tracked \gset
 RESET timing_source.track_buffers;
+-- the explained execution was timed as EXPLAIN asked, every call
+SELECT bool_and(sampled = 1 AND clock IS NOT NULL AND sampled_calls = 0) AS explain_timed_exactly
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
 SELECT :'untracked' = :'tracked' AS explain_unchanged;
 SELECT :'tracked';
 -- explained, then run untracked-by-EXPLAIN: two executions of one plan
