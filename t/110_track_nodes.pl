@@ -156,6 +156,20 @@ is($out, 't|t|100', 'eviction at track_max is counted in dealloc');
 like($node->safe_psql('postgres', $rows_of_t), qr/^1:Aggregate:5:5 /,
 	'the most used plan is not evicted');
 
+# eight clients at once: no execution lost to the locking (pgbench's
+# select-only statement, prepared, run exactly 8 x 200 times)
+$node->command_ok([ 'pgbench', '-i', '-s', '1', '-q', $node->connstr('postgres') ],
+	'pgbench initialized');
+$node->safe_psql('postgres', 'SELECT timing_source_plan_nodes_reset()');
+$node->command_ok([ 'pgbench', '-n', '-S', '-M', 'prepared', '-c', '8', '-j', '2',
+		'-t', '200', $node->connstr('postgres') ],
+	'pgbench with tracking on, 8 clients, no error');
+is($node->safe_psql('postgres', q{
+	SELECT sum(executions), sum(rows) FROM timing_source_plan_nodes
+	 WHERE node_id = 1 AND queryid IN (SELECT queryid FROM timing_source_plan_nodes
+	                                    WHERE relation = 'public.pgbench_accounts')}),
+	'1600|1600', 'every execution of the 8 clients counted, one row each');
+
 # the README's example: the ten most expensive plan nodes, with their
 # statements' text from pg_stat_statements
 SKIP:
