@@ -14,7 +14,7 @@
 -- again, and nothing samples; the checks then say so (sampled_here).
 --
 -- 15-17 refuse timing_source.sample_buffers (their EXPLAIN cannot mark
--- estimates): instrument_buffers_1.out.
+-- estimates): instrument_buffers_2.out.
 SELECT current_setting('server_version_num')::int >= 190000 AS core_owns_setting \gset
 SELECT current_setting('server_version_num')::int >= 180000 AS marks_estimates \gset
 SET client_min_messages = warning;
@@ -127,7 +127,7 @@ SELECT name, pg_temp.differ(q, 1) AS exact_differ,
   FROM queries ORDER BY name;
 
 -- timing_source.sample_buffers: refused where EXPLAIN cannot mark
--- estimates (15-17, instrument_buffers_1.out)
+-- estimates (15-17, instrument_buffers_2.out)
 SET timing_source.sample_buffers = on;
 RESET timing_source.sample_buffers;
 \if :marks_estimates
