@@ -142,6 +142,13 @@ typedef struct TsInstrumentation
 	 * calls only, a sampled call's difference counting N times
 	 */
 	bool		usage_sampled;
+	/*
+	 * The counters as a timed call began: here rather than on the stack,
+	 * which would give every call a larger frame and a stack-protector
+	 * check.  A scan node's calls never nest.
+	 */
+	BufferUsage bufusage_start;
+	WalUsage	walusage_start;
 } TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
@@ -401,10 +408,12 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (usage == TS_USAGE_SAMPLED && timed)
 	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
+
 		if (flags->need_bufusage)
-			bufusage_start = pgBufferUsage;
+			ti->bufusage_start = pgBufferUsage;
 		if (flags->need_walusage)
-			walusage_start = pgWalUsage;
+			ti->walusage_start = pgWalUsage;
 	}
 
 	if (timed)
@@ -443,14 +452,15 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (usage == TS_USAGE_SAMPLED && timed)
 	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
 		bool		buf = flags->need_bufusage &&
-			ts_usage_changed(&pgBufferUsage, &bufusage_start, sizeof(BufferUsage));
+			ts_usage_changed(&pgBufferUsage, &ti->bufusage_start, sizeof(BufferUsage));
 		bool		wal = flags->need_walusage &&
-			ts_usage_changed(&pgWalUsage, &walusage_start, sizeof(WalUsage));
+			ts_usage_changed(&pgWalUsage, &ti->walusage_start, sizeof(WalUsage));
 
 		if (buf || wal)
-			ts_usage_add_scaled(buf ? &flags->bufusage : NULL, &bufusage_start,
-								wal ? &flags->walusage : NULL, &walusage_start,
+			ts_usage_add_scaled(buf ? &flags->bufusage : NULL, &ti->bufusage_start,
+								wal ? &flags->walusage : NULL, &ti->walusage_start,
 								weight);
 	}
 	else if (usage == TS_USAGE_FULL)
