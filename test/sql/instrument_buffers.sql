@@ -162,6 +162,26 @@ SELECT name,
 		  FROM queries) s
  ORDER BY name;
 
+-- The estimate is scaled: 1 in 2 calls of the 100,000-row scan, each
+-- page's hit counting twice when its call is sampled, must land near the
+-- exact count (its spread there is about 4%; a quarter off is about 7
+-- spreads, which a missing or doubled weight would exceed by far).
+CREATE FUNCTION pg_temp.scan_blocks(est bool)
+RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+	result float8;
+BEGIN
+	PERFORM pg_temp.path(true, 2, est);
+	SELECT (blocks ->> 'Shared Hit Blocks')::float8 + (blocks ->> 'Shared Read Blocks')::float8
+	  INTO result
+	  FROM pg_temp.node_buffers('SELECT count(*) FROM buf_t') WHERE node_type = 'Seq Scan';
+	PERFORM pg_temp.path(false);
+	RETURN result;
+END
+$$;
+SELECT abs(pg_temp.scan_blocks(true) / pg_temp.scan_blocks(false) - 1) < 0.25
+	   AS estimate_near_exact_count;
+
 -- the text format's line, under the scan only
 SELECT pg_temp.path(true, 64, true);
 CREATE FUNCTION pg_temp.text_lines(q text)
