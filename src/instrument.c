@@ -142,6 +142,7 @@ typedef struct TsInstrumentation
 	 * calls only, a sampled call's difference counting N times
 	 */
 	bool		usage_sampled;
+
 	/*
 	 * The counters as a timed call began: here rather than on the stack,
 	 * which would give every call a larger frame and a stack-protector
