@@ -40,6 +40,7 @@ REGRESS = init \
 	instrument_bind \
 	instrument_accuracy \
 	instrument_startup \
+	instrument_buffers \
 	overhead \
 	settings \
 	tsc_calls \

@@ -32,6 +32,12 @@
 # prints the medians, their ratios, and the cost of one clock read,
 # (T - T_off) / (2 x rows through timed nodes).
 #
+# Then, in rounds of their own (also on 19, with the wrappers on):
+# plain, sampled 1 in 64 without BUFFERS (s64), with BUFFERS and exact
+# usage (s64+buf, the default), and with timing_source.sample_buffers
+# (s64+est: scan nodes estimate usage from their sampled calls; where the
+# server accepts it, 18 and later), their medians and ratios to plain.
+#
 # With the TSC usable, the accuracy of sampled and of exact timing: per
 # query, the same EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with
 # sample_every = 64, with TIMING OFF ("untimed": its Execution Time is the
@@ -96,7 +102,8 @@
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
 # bench/results/bench-<time>-summary.csv, bench/results/bench-<time>-sampled.csv,
-# bench/results/bench-<time>-usage.csv and bench/results/bench-<time>-pgbench.csv.
+# bench/results/bench-<time>-usage.csv, bench/results/bench-<time>-pgbench.csv,
+# bench/results/bench-<time>-sampled-buffers.csv (and -runs.csv).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -120,7 +127,7 @@ while [ $# -gt 0 ]; do
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,98p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,105p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -369,12 +376,80 @@ LOAD 'timing_source';
 	printf '%s\n' "${rows[@]}"
 	echo
 	echo "rounds per variant: $reps; ext/64 is compared with core's exact timing"
+	setup19_sb=$setup19
 	echo "CSV: $raw_csv"
 	echo "     $sum_csv"
 }
 
+# ---- sampled timing with BUFFERS (18's default EXPLAIN ANALYZE) ----
+# sampled_buffers SETUP CLOCK_SQL: interleaved rounds of plain, sampled
+# (1 in 64) without BUFFERS, with BUFFERS and exact usage (the default),
+# and with timing_source.sample_buffers (usage estimated from the sampled
+# calls; where the server accepts the setting, 18 and later), each query
+# in a session of its own; prints the medians and their ratios to plain.
+sampled_buffers() {
+	local setup=$1 clock_sql=$2 entry name settings query script r k n v est=1
+	local -a sbv=(plain s64 s64buf s64est)
+	local sb_csv="$csvdir/bench-$stamp-sampled-buffers.csv" raw_csv="$csvdir/bench-$stamp-sampled-buffers-runs.csv"
+	local -a rows=()
+	psql_db -At >/dev/null 2>&1 <<<"$setup
+$clock_sql
+SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf); }
+	echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
+	echo "cpu,postgresql,query,plain,s64,s64buf,s64est,s64_plain,s64buf_plain,s64est_plain" >"$sb_csv"
+	for entry in "${queries[@]}"; do
+		IFS='|' read -r name settings query <<<"$entry"
+		script=$(
+			echo "$setup"
+			echo "$settings"
+			echo "$clock_sql"
+			echo "\\o /dev/null"
+			echo "$query;"
+			echo "\\timing on"
+			n=${#sbv[@]}
+			for ((r = 1; r <= reps; r++)); do
+				for ((k = 0; k < n; k++)); do
+					v=${sbv[$(((k + r) % n))]}
+					case $v in
+						plain) echo "SET timing_source.sample_every = 1;" ;;
+						*) echo "SET timing_source.sample_every = 64;" ;;
+					esac
+					[ "$est" = 1 ] && case $v in
+						s64est) echo "SET timing_source.sample_buffers = on;" ;;
+						*) echo "SET timing_source.sample_buffers = off;" ;;
+					esac
+					echo "\\echo @@ $v $r"
+					case $v in
+						plain) echo "$query;" ;;
+						s64) echo "EXPLAIN (ANALYZE, BUFFERS OFF) $query;" ;;
+						*) echo "EXPLAIN (ANALYZE, BUFFERS ON) $query;" ;;
+					esac
+				done
+			done
+			echo "\\o"
+		)
+		declare -A md=()
+		run_rounds "$name" "$script" "${sbv[@]}"
+		rows+=("$(printf '%-22s %8s %8s %8s %8s | %8s %8s %8s' "$name" \
+			"${md[plain]}" "${md[s64]}" "${md[s64buf]}" "${md[s64est]:-}" \
+			"$(ratio "${md[s64]}" "${md[plain]}")" "$(ratio "${md[s64buf]}" "${md[plain]}")" \
+			"$(ratio "${md[s64est]:-}" "${md[plain]}")")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",${md[plain]},${md[s64]},${md[s64buf]},${md[s64est]:-},$(ratio "${md[s64]}" "${md[plain]}"),$(ratio "${md[s64buf]}" "${md[plain]}"),$(ratio "${md[s64est]:-}" "${md[plain]}")" >>"$sb_csv"
+		unset md
+	done
+	echo
+	echo "Sampled timing (1 in 64) with BUFFERS: exact usage (the default) and timing_source.sample_buffers"
+	echo "(usage estimated from the sampled calls$([ "$est" = 1 ] || echo '; not accepted by this server, empty')); medians in ms of $reps rounds, ratios to plain:"
+	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s\n' query plain s64 's64+buf' 's64+est' 's64/' 's64+buf/' 's64+est/'
+	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s\n' '' '' '' '' '' plain plain plain
+	printf '%s\n' "${rows[@]}"
+	echo "CSV: $sb_csv"
+	echo "     $raw_csv"
+}
+
 if [ "$pgnum" -ge 190000 ]; then
 	bench19
+	sampled_buffers "$setup19_sb" "SET timing_source.node_wrappers = on;"
 	# a machine without the TSC gets the note and the rest of the bench
 	[ "$do_tpch" = 1 ] && { tpch_section || true; }
 	exit 0
@@ -514,6 +589,8 @@ echo "Ratios of the medians (off = core's TIMING OFF, lean = timing_source's), a
 printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lean/plain tsc/plain tsc/lean sys/tsc 'tsc+buf/' 'sys+buf/' 'tsc64/' 'tsc64/' ns/read ns/read
 printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
 printf '%s\n' "${table2[@]}"
+
+[ "$tsc_ok" = 1 ] && sampled_buffers "$setup_sql" "SET timing_clock_source = 'tsc';"
 
 # ---- accuracy of sampled timing (1 in 64) and of exact timing, against
 # references that carry no exact timing's cost ----

@@ -147,6 +147,33 @@ ts_explain_plan_timing(PlanState *top, ExplainState *es)
 	}
 }
 
+/*
+ * A node whose buffer/WAL usage is an estimate from its sampled calls
+ * (timing_source.sample_buffers) says so under core's own lines, which
+ * print the estimate as they would exact figures
+ */
+static void
+ts_explain_usage_sampled(PlanState *planstate, ExplainState *es)
+{
+	uint64		every;
+
+	if (!(es->buffers || es->wal) ||
+		planstate->instrument == NULL ||
+		planstate->instrument->nloops <= 0 ||
+		(every = ts_node_usage_sampled(planstate)) == 0)
+		return;
+
+	if (es->format == EXPLAIN_FORMAT_TEXT)
+		ExplainPropertyText("Usage Estimated",
+							psprintf("%s from 1 in " UINT64_FORMAT " calls",
+									 es->buffers && es->wal ? "buffers and WAL" :
+									 es->buffers ? "buffers" : "WAL",
+									 every),
+							es);
+	else
+		ExplainPropertyBool("Usage Estimated", true, es);
+}
+
 static void
 ts_explain_per_node(PlanState *planstate, List *ancestors,
 					const char *relationship, const char *plan_name,
@@ -177,6 +204,7 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 	}
 
 	ts_explain_estimate(planstate, es);
+	ts_explain_usage_sampled(planstate, es);
 
 	if (ancestors == NIL)
 		ts_explain_plan_timing(planstate, es);

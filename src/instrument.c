@@ -137,6 +137,20 @@ typedef struct TsInstrumentation
 	double		nulls;
 	double		overhead_ns;	/* < 0: not estimated yet */
 	bool		subtracted;		/* removed from total and startup */
+
+	/*
+	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
+	 * calls only, a sampled call's difference counting N times
+	 */
+	bool		usage_sampled;
+
+	/*
+	 * The counters as a timed call began: here rather than on the stack,
+	 * which would give every call a larger frame and a stack-protector
+	 * check.  A scan node's calls never nest.
+	 */
+	BufferUsage bufusage_start;
+	WalUsage	walusage_start;
 } TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
@@ -240,8 +254,63 @@ typedef enum TsUsage
 {
 	TS_USAGE_NONE,
 	TS_USAGE_FULL,
-	TS_USAGE_WIDE
+	TS_USAGE_WIDE,
+	TS_USAGE_SAMPLED			/* on timed calls only (see below) */
 } TsUsage;
+
+/*
+ * timing_source.sample_buffers: a sampled scan node keeps usage only on
+ * the calls it times, the first of each loop at weight 1 and the sampled
+ * ones at weight N, as it does their times (the Horvitz-Thompson
+ * estimator again: unbiased for the node's total, whatever the calls'
+ * differences).  Unsampled calls then cost what lean counting costs.  The
+ * difference is added "weight" times, by doubling, with core's own
+ * BufferUsageAccumDiff: right for every field and every major's layout
+ * (instr_time included), on the few calls whose counters changed.
+ */
+static pg_noinline void
+ts_usage_add_scaled(BufferUsage *bufacc, const BufferUsage *bufstart,
+					WalUsage *walacc, const WalUsage *walstart, uint64 weight)
+{
+	if (bufacc != NULL)
+	{
+		BufferUsage zero;
+		BufferUsage d;
+		BufferUsage t;
+
+		memset(&zero, 0, sizeof(zero));
+		memset(&d, 0, sizeof(d));
+		BufferUsageAccumDiff(&d, &pgBufferUsage, bufstart);
+		for (uint64 w = weight;;)
+		{
+			if (w & 1)
+				BufferUsageAccumDiff(bufacc, &d, &zero);
+			if ((w >>= 1) == 0)
+				break;
+			t = d;
+			BufferUsageAccumDiff(&d, &t, &zero);
+		}
+	}
+	if (walacc != NULL)
+	{
+		WalUsage	zero;
+		WalUsage	d;
+		WalUsage	t;
+
+		memset(&zero, 0, sizeof(zero));
+		memset(&d, 0, sizeof(d));
+		WalUsageAccumDiff(&d, &pgWalUsage, walstart);
+		for (uint64 w = weight;;)
+		{
+			if (w & 1)
+				WalUsageAccumDiff(walacc, &d, &zero);
+			if ((w >>= 1) == 0)
+				break;
+			t = d;
+			WalUsageAccumDiff(&d, &t, &zero);
+		}
+	}
+}
 
 #ifdef TS_HAVE_WIDE_USAGE
 /* whether the wide wrappers are used; decided once, in ts_instrument_init */
@@ -339,6 +408,16 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	else
 		timed = false;
 
+	if (usage == TS_USAGE_SAMPLED && timed)
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
+
+		if (flags->need_bufusage)
+			ti->bufusage_start = pgBufferUsage;
+		if (flags->need_walusage)
+			ti->walusage_start = pgWalUsage;
+	}
+
 	if (timed)
 		start = ts_clock_read(clock);
 	result = node->ExecProcNodeReal(node);
@@ -373,7 +452,20 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 			ts_pending_calls++;
 	}
 
-	if (usage == TS_USAGE_FULL)
+	if (usage == TS_USAGE_SAMPLED && timed)
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
+		bool		buf = flags->need_bufusage &&
+			ts_usage_changed(&pgBufferUsage, &ti->bufusage_start, sizeof(BufferUsage));
+		bool		wal = flags->need_walusage &&
+			ts_usage_changed(&pgWalUsage, &ti->walusage_start, sizeof(WalUsage));
+
+		if (buf || wal)
+			ts_usage_add_scaled(buf ? &flags->bufusage : NULL, &ti->bufusage_start,
+								wal ? &flags->walusage : NULL, &ti->walusage_start,
+								weight);
+	}
+	else if (usage == TS_USAGE_FULL)
 	{
 		if (flags->need_bufusage &&
 			ts_usage_changed(&pgBufferUsage, &bufusage_start, sizeof(BufferUsage)))
@@ -460,6 +552,9 @@ ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full,
 		case TS_USAGE_WIDE:
 			node->ExecProcNode = wide;
 			break;
+		case TS_USAGE_SAMPLED:
+			/* ts_node_usage() never chooses it; the bind walker does */
+			pg_unreachable();
 	}
 
 	return node->ExecProcNode(node);
@@ -477,6 +572,8 @@ typedef struct TsWrapperSet
 	ExecProcNodeMtd sampled;
 	ExecProcNodeMtd sampled_full;
 	ExecProcNodeMtd sampled_wide;
+	ExecProcNodeMtd first_sampled_usage;	/* and sample_buffers */
+	ExecProcNodeMtd sampled_usage;
 } TsWrapperSet;
 
 #define TS_WRAPPER(name, timing, clock, usage) \
@@ -488,6 +585,7 @@ name(PlanState *node) \
 #define TS_WRAPPER_TARGET_TS_USAGE_NONE
 #define TS_WRAPPER_TARGET_TS_USAGE_FULL
 #define TS_WRAPPER_TARGET_TS_USAGE_WIDE TS_WIDE_TARGET
+#define TS_WRAPPER_TARGET_TS_USAGE_SAMPLED
 
 #define TS_WRAPPER_SET(set, clock) \
 TS_WRAPPER(set##_timer, TS_TIME_EXACT, clock, TS_USAGE_NONE) \
@@ -496,6 +594,7 @@ TS_WIDE_WRAPPER(set##_wide, TS_TIME_EXACT, clock) \
 TS_WRAPPER(set##_sampled, TS_TIME_SAMPLED, clock, TS_USAGE_NONE) \
 TS_WRAPPER(set##_sampled_full, TS_TIME_SAMPLED, clock, TS_USAGE_FULL) \
 TS_WIDE_WRAPPER(set##_sampled_wide, TS_TIME_SAMPLED, clock) \
+TS_WRAPPER(set##_sampled_usage, TS_TIME_SAMPLED, clock, TS_USAGE_SAMPLED) \
 static TupleTableSlot * \
 set##_first(PlanState *node) \
 { \
@@ -507,10 +606,18 @@ set##_first_sampled(PlanState *node) \
 	return ts_first_call(node, set##_sampled, set##_sampled_full, \
 						 TS_WIDE(set##_sampled_wide)); \
 } \
+static TupleTableSlot * \
+set##_first_sampled_usage(PlanState *node) \
+{ \
+	check_stack_depth(); \
+	node->ExecProcNode = set##_sampled_usage; \
+	return node->ExecProcNode(node); \
+} \
 static const TsWrapperSet set = { \
 	clock, set##_first, set##_timer, set##_full, TS_WIDE(set##_wide), \
 	set##_first_sampled, set##_sampled, set##_sampled_full, \
-	TS_WIDE(set##_sampled_wide) \
+	TS_WIDE(set##_sampled_wide), \
+	set##_first_sampled_usage, set##_sampled_usage \
 };
 
 /* one set per clock the wrappers can read in this build (instrument.h) */
@@ -562,7 +669,18 @@ ts_is_sampled(PlanState *node, const TsWrapperSet *set)
 	return node->ExecProcNode == set->first_sampled ||
 		node->ExecProcNode == set->sampled ||
 		node->ExecProcNode == set->sampled_full ||
-		node->ExecProcNode == set->sampled_wide;
+		(set->sampled_wide != NULL && node->ExecProcNode == set->sampled_wide) ||
+		node->ExecProcNode == set->first_sampled_usage ||
+		node->ExecProcNode == set->sampled_usage;
+}
+
+uint64
+ts_node_usage_sampled(PlanState *node)
+{
+	if (ts_node_sample_every(node) > 1 &&
+		((TsInstrumentation *) node->instrument)->usage_sampled)
+		return ((TsInstrumentation *) node->instrument)->weight;
+	return 0;
 }
 
 uint64
@@ -663,12 +781,51 @@ ts_multi_exec_node(PlanState *node)
 	}
 }
 
+/*
+ * Whether a node may estimate its buffer/WAL usage from its timed calls
+ * (timing_source.sample_buffers): a scan of a relation, not async, whose
+ * calls run no other plan node, so that what a call adds is its own
+ * reading of pages, spread over its calls rather than heaped on a few.
+ * Any node above keeps exact figures: its calls contain its children's
+ * and whatever lumps they bring (a Gather's workers' usage, a hash
+ * join's batches).  The query has no subplans at all: an initPlan's
+ * whole run lands in whichever call first needs its value, a scan's
+ * filter's included.  A Bitmap Heap Scan's index scans run inside its
+ * first call, which is always looked at.
+ */
+static bool
+ts_usage_samplable(PlanState *node)
+{
+	Instrumentation *flags = TS_INSTR_FLAGS(node->instrument);
+
+	if (node->instrument->async_mode ||
+		!(flags->need_bufusage || flags->need_walusage) ||
+		node->state->es_subplanstates != NIL ||
+		node->initPlan != NIL || node->subPlan != NIL)
+		return false;
+	switch (nodeTag(node))
+	{
+		case T_SeqScanState:
+		case T_SampleScanState:
+		case T_IndexScanState:
+		case T_IndexOnlyScanState:
+		case T_BitmapHeapScanState:
+		case T_TidScanState:
+		case T_TidRangeScanState:
+			return true;
+		default:
+			return false;
+	}
+}
+
 typedef struct TsBindContext
 {
 	int			ntimed;			/* nodes bound to a timed wrapper */
 	int			nrows;			/* nodes bound to a clock-less wrapper */
 	int			nusage[TS_USAGE_WIDE + 1];	/* bound nodes by variant */
 	int			sample_every;	/* > 1: sampled timing */
+	bool		sample_usage;	/* timing_source.sample_buffers applies */
+	int			nsampled_usage; /* nodes bound to estimate their usage */
 	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
 	List	   *timed;			/* PlanStates bound to a timed wrapper, if
@@ -718,7 +875,14 @@ ts_bind_node(PlanState *node, void *context)
 				ti->sumsq_ns = 0.0;
 				ti->gap_sum = ti->countdown;
 				ti->capped_ns = 0.0;
-				node->ExecProcNode = bc->set->first_sampled;
+				if (bc->sample_usage && ts_usage_samplable(node))
+				{
+					ti->usage_sampled = true;
+					bc->nsampled_usage++;
+					node->ExecProcNode = bc->set->first_sampled_usage;
+				}
+				else
+					node->ExecProcNode = bc->set->first_sampled;
 			}
 			else
 			{
@@ -729,7 +893,8 @@ ts_bind_node(PlanState *node, void *context)
 			if (TS_CLOCK_TRACKS_NODES)
 				bc->timed = lappend(bc->timed, node);
 		}
-		bc->nusage[ts_node_usage(node->instrument)]++;
+		if (node->ExecProcNode != bc->set->first_sampled_usage)
+			bc->nusage[ts_node_usage(node->instrument)]++;
 	}
 	else if (node->instrument != NULL && ts_multi_exec_node(node) &&
 			 bc->sample_every <= 1 &&
@@ -1228,9 +1393,15 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
 	memset(bc.nusage, 0, sizeof(bc.nusage));
-	/* a statement instrumented for tracking, in its leader and workers */
+	/*
+	 * A statement instrumented for tracking, in its leader and workers,
+	 * is sampled at the tracking's rate; its buffer counts stay exact.
+	 */
 	bc.sample_every = (queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) ?
 		ts_track_sample_every : ts_sample_every;
+	bc.sample_usage = ts_sample_buffers && bc.sample_every > 1 &&
+		(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0;
+	bc.nsampled_usage = 0;
 	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
 	bc.timed = NIL;
@@ -1262,6 +1433,10 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		ereport(DEBUG2,
 				(errmsg_internal("timing_source: buffer/WAL usage kept with AVX2 for %d plan nodes, with plain copies for %d",
 								 bc.nusage[TS_USAGE_WIDE], bc.nusage[TS_USAGE_FULL])));
+	if (bc.nsampled_usage > 0)
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: buffer/WAL usage estimated from the timed calls of %d plan nodes",
+								 bc.nsampled_usage)));
 
 	if (bc.ntimed == 0)
 		return;
@@ -1484,6 +1659,12 @@ double
 ts_node_overhead_ns(PlanState *node)
 {
 	return -1.0;
+}
+
+uint64
+ts_node_usage_sampled(PlanState *node)
+{
+	return 0;
 }
 
 bool

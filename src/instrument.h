@@ -265,6 +265,12 @@ typedef struct TsPlanTiming
 extern bool ts_plan_timing(PlanState *node, TsPlanTiming *timing);
 
 /*
+ * The N of a node whose buffer/WAL usage is an estimate from its sampled
+ * calls (timing_source.sample_buffers), else 0
+ */
+extern uint64 ts_node_usage_sampled(PlanState *node);
+
+/*
  * EXPLAIN's notes on how a plan was timed, where core has the hook
  * (explain.c); also in builds without the wrappers, whose plans core
  * times with the system clock

@@ -68,6 +68,7 @@ static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
 int			ts_sample_every = 1;
 bool		ts_subtract_overhead = false;
+bool		ts_sample_buffers = false;
 bool		ts_node_wrappers = true;
 
 /*
@@ -89,6 +90,7 @@ static TimestampTz seen_reload_time = 0;
 
 void		_PG_init(void);
 static void ts_define_clock_settings(void);
+static bool ts_check_sample_buffers(bool *newval, void **extra, GucSource source);
 
 void
 ts_ensure_detected(void)
@@ -441,6 +443,25 @@ check_clock_source(int *newval, void **extra, GucSource source)
 	return false;
 }
 
+/*
+ * timing_source.sample_buffers makes some buffer figures estimates; only
+ * where EXPLAIN can say so (its per-node hook) may it be turned on.
+ */
+static bool
+ts_check_sample_buffers(bool *newval, void **extra, GucSource source)
+{
+#ifdef TS_HAVE_EXPLAIN_NODE_HOOK
+	return true;
+#else
+	if (!*newval)
+		return true;
+	GUC_check_errcode(ERRCODE_FEATURE_NOT_SUPPORTED);
+	GUC_check_errdetail("EXPLAIN in this version of PostgreSQL cannot mark estimated buffer figures as estimates.");
+	GUC_check_errhint("Buffer and WAL usage stay exact under sampled timing; the setting needs PostgreSQL 18 or later.");
+	return false;
+#endif
+}
+
 static const char *
 show_session_source(void)
 {
@@ -517,6 +538,19 @@ _PG_init(void)
 							 PGC_USERSET,
 							 0,
 							 NULL, NULL, NULL);
+
+	DefineCustomBoolVariable("timing_source.sample_buffers",
+							 "With sampled timing, scan nodes estimate their buffer and WAL usage from their timed calls.",
+							 "Off (the default), buffer and WAL usage stay exact under sampled timing: "
+							 "every call compares the usage counters.  On, with timing_source.sample_every > 1, "
+							 "a scan node (of a query without subplans) looks at them only on the calls it "
+							 "times and scales those up as it does their times; EXPLAIN marks such a node's "
+							 "figures as estimates.  Only where EXPLAIN can mark them (PostgreSQL 18 and later).",
+							 &ts_sample_buffers,
+							 false,
+							 PGC_USERSET,
+							 0,
+							 ts_check_sample_buffers, NULL, NULL);
 
 	ts_track_init();
 

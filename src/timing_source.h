@@ -100,6 +100,13 @@ extern int	ts_sample_every;
 extern bool ts_subtract_overhead;
 
 /*
+ * timing_source.sample_buffers: with sampled timing, scan nodes estimate
+ * their buffer and WAL usage from their timed calls (opt-in; only where
+ * EXPLAIN can say the figures are estimates)
+ */
+extern bool ts_sample_buffers;
+
+/*
  * The top node's estimated instrumentation cost (ns) in the last query
  * the wrappers timed exactly, < 0 if none since the reset (instrument.c,
  * for timing_source_compare)

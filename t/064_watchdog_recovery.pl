@@ -51,19 +51,8 @@ if ($ENV{TS_EMULATED})
 
 skip_all_from_major($node, 19,
 	'the wrappers read core\'s clock, whose trust is core\'s decision, so the extension has no watchdog to recover from there');
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'timing_source'
-max_parallel_workers_per_gather = 0
-jit = off
-});
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
-expect_tsc_state($node);
-my ($tsc, $khz) = split /\|/, $node->safe_psql('postgres',
-	'SELECT available, coalesce(frequency_khz, 0) FROM timing_source_tsc()');
-$tsc = $tsc eq 't';
-note $tsc ? "TSC usable at $khz kHz" : 'TSC unusable on this server';
+start_preloaded($node);
+my ($tsc, $khz) = tsc_of($node);
 $node->stop;
 
 my $cal_file = $node->basedir . '/cal_khz';

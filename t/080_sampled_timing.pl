@@ -26,22 +26,15 @@ use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('sampled');
 
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'timing_source, auto_explain'
-max_parallel_workers_per_gather = 0
-jit = off
+start_preloaded($node, libraries => 'timing_source, auto_explain', conf => q{
 auto_explain.log_min_duration = -1
 auto_explain.log_analyze = on
 auto_explain.log_timing = on
 });
-$node->start;
 $node->safe_psql('postgres', q{
-	CREATE EXTENSION timing_source;
 	CREATE TABLE t AS SELECT g FROM generate_series(1, 200000) g;
 	VACUUM ANALYZE t;
 });
-expect_tsc_state($node);
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
 # whether the sessions' auto resolves to the TSC (15-18: the extension's
 # decision; 19: core's, whose clock the wrappers read): a usable TSC that

@@ -53,15 +53,8 @@ use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('sampler_randomness');
 
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'timing_source'
-max_parallel_workers_per_gather = 0
-jit = off
-});
-$node->start;
+start_preloaded($node);
 $node->safe_psql('postgres', q{
-	CREATE EXTENSION timing_source;
 	-- the scan's estimated total, its loop count folded in, and the top
 	-- node's total, for one statement under one sample_every
 	CREATE FUNCTION scan_times(q text, n int, OUT scan float8, OUT top float8)
@@ -76,7 +69,6 @@ $node->safe_psql('postgres', q{
 		top := (j->0->'Plan'->>'Actual Total Time')::float8;
 	END $$;
 });
-expect_tsc_state($node);
 
 my $major = pg_major($node);
 # 15-18 sample only the nodes timed with the TSC (where the sessions' auto

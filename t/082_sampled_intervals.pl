@@ -57,18 +57,12 @@ if ($ENV{TS_EMULATED})
 
 my $node = PostgreSQL::Test::Cluster->new('intervals');
 
-$node->init;
-$node->append_conf('postgresql.conf', q{
-shared_preload_libraries = 'timing_source, auto_explain'
-max_parallel_workers_per_gather = 0
-jit = off
+start_preloaded($node, libraries => 'timing_source, auto_explain', conf => q{
 auto_explain.log_min_duration = -1
 auto_explain.log_analyze = on
 auto_explain.log_timing = on
 });
-$node->start;
 $node->safe_psql('postgres', q{
-	CREATE EXTENSION timing_source;
 	CREATE TABLE durs AS
 		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
 		  FROM generate_series(1, 2000) i;
@@ -78,7 +72,6 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE durs_few AS SELECT * FROM durs WHERE i <= 100;
 	VACUUM ANALYZE durs, durs_big, durs_few;
 });
-expect_tsc_state($node);
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
 my $tsc = $node->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)';
 my $samples = $major >= 19 || $tsc;

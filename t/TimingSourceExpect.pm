@@ -17,7 +17,7 @@ use warnings;
 use Exporter 'import';
 use Test::More;
 
-our @EXPORT = qw(expect_tsc_state pg_major skip_all_from_major);
+our @EXPORT = qw(expect_tsc_state pg_major skip_all_from_major start_preloaded tsc_of);
 
 # expect_tsc_state(NODE [, DBNAME]): the extension must exist in DBNAME
 sub expect_tsc_state
@@ -54,6 +54,36 @@ sub skip_all_from_major
 	}
 	done_testing();
 	exit 0;
+}
+
+# start_preloaded(NODE [, libraries => LIST] [, conf => TEXT]): init and
+# start NODE with LIST (default timing_source) preloaded, serial plans and
+# no JIT (whose compile time lands in the first timed node), TEXT appended
+# after those, and the extension created; then expect_tsc_state.
+sub start_preloaded
+{
+	my ($node, %opt) = @_;
+	my $libraries = $opt{libraries} // 'timing_source';
+	$node->init;
+	$node->append_conf('postgresql.conf',
+		"shared_preload_libraries = '$libraries'\n"
+		  . "max_parallel_workers_per_gather = 0\n"
+		  . "jit = off\n"
+		  . ($opt{conf} // ''));
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION timing_source');
+	expect_tsc_state($node);
+}
+
+# tsc_of(NODE): (whether the server's TSC is usable, its kHz or 0), noted
+sub tsc_of
+{
+	my ($node) = @_;
+	my ($tsc, $khz) = split /\|/, $node->safe_psql('postgres',
+		'SELECT available, coalesce(frequency_khz, 0) FROM timing_source_tsc()');
+	$tsc = $tsc eq 't';
+	note $tsc ? "TSC usable at $khz kHz" : 'TSC unusable on this server';
+	return ($tsc, $khz);
 }
 
 1;

@@ -91,8 +91,8 @@ SELECT count(*) = 0 AS clock_settings_as_on_this_major
 		 EXCEPT
 		 SELECT name, vartype, context, enumvals
 		   FROM pg_settings)) AS differences;
--- on every major: the sampling interval, the overhead subtraction, and
--- nothing else of the extension's
+-- on every major: the sampling interval, sampled buffer usage, the
+-- overhead subtraction, and nothing else of the extension's
 SELECT name, vartype, context
   FROM pg_settings
  WHERE name LIKE 'timing\_source.%'
