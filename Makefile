@@ -19,10 +19,12 @@ OBJS = \
 	src/explain.o \
 	src/instrument.o \
 	src/plan_nodes.o \
+	src/planid.o \
 	src/query_list.o \
 	src/rebase.o \
 	src/shared.o \
 	src/timing_source.o \
+	src/track.o \
 	src/tsclock.o \
 	src/watchdog.o
 EXTENSION = timing_source

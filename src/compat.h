@@ -106,7 +106,7 @@ ts_core_tsc_source(void)
  * the extension's default_version.  Earlier majors have only the plain
  * block.
  */
-#define TS_LIBRARY_VERSION "1.4"
+#define TS_LIBRARY_VERSION "1.5"
 
 #if PG_VERSION_NUM >= 180000
 #define TS_MODULE_MAGIC \
@@ -337,8 +337,8 @@ ts_node_set_times(TsNodeInstr *ni, double total_s, double startup_s)
 
 /*
  * ExecutorStart_hook is void (QueryDesc *, int) in all of 15-19, so it
- * needs no adapter.  (ExecutorRun_hook lost execute_once in 18; the
- * extension does not hook ExecutorRun.)
+ * needs no adapter.  ExecutorRun_hook lost execute_once in 18; per-node
+ * tracking (track.c) hooks it to know statements' nesting.
  */
 
 /*
@@ -419,10 +419,48 @@ ts_instr_workers_ran(PlanState *node)
 #endif
 
 #if PG_VERSION_NUM >= 180000
+#define TS_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count
+#define TS_EXECUTOR_RUN_ARGS queryDesc, direction, count
+#else
+#define TS_EXECUTOR_RUN_PARAMS \
+	QueryDesc *queryDesc, ScanDirection direction, uint64 count, \
+	bool execute_once
+#define TS_EXECUTOR_RUN_ARGS queryDesc, direction, count, execute_once
+#endif
+
+#if PG_VERSION_NUM >= 180000
 #define ts_executor_run_all(qd) ExecutorRun((qd), ForwardScanDirection, 0)
 #else
 #define ts_executor_run_all(qd) ExecutorRun((qd), ForwardScanDirection, 0, true)
 #endif
+
+/* ----------------------------------------------------------------------
+ * Plan and query identity (src/planid.c)
+ * ----------------------------------------------------------------------
+ */
+
+/*
+ * EnableQueryId() is declared in utils/queryjumble.h through 15 and in
+ * nodes/queryjumble.h from 16 on.  PlannedStmt.planId, which modules may
+ * set and core reports, exists from 18 on; before that the plan id is
+ * the extension's own and there is nowhere to share it.  queryId became
+ * signed in 18; the extension keeps both as 64-bit unsigned.
+ */
+#if PG_VERSION_NUM >= 160000
+#include "nodes/queryjumble.h"
+#else
+#include "utils/queryjumble.h"
+#endif
+
+#if PG_VERSION_NUM >= 180000
+#define ts_pstmt_plan_id(pstmt) ((uint64) (pstmt)->planId)
+#define ts_pstmt_set_plan_id(pstmt, id) ((pstmt)->planId = (int64) (id))
+#else
+#define ts_pstmt_plan_id(pstmt) ((void) (pstmt), (uint64) 0)
+#define ts_pstmt_set_plan_id(pstmt, id) ((void) (pstmt), (void) (id))
+#endif
+#define ts_pstmt_query_id(pstmt) ((uint64) (pstmt)->queryId)
 
 /* ----------------------------------------------------------------------
  * Diagnostics (src/diagnostics.c)

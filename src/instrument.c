@@ -68,6 +68,7 @@
 #include "postgres.h"
 
 #include "instrument.h"
+#include "track.h"
 #include "usage_snap.h"
 
 #ifdef TS_HAVE_NODE_WRAPPERS
@@ -1227,7 +1228,9 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
 	memset(bc.nusage, 0, sizeof(bc.nusage));
-	bc.sample_every = ts_sample_every;
+	/* a statement instrumented for tracking, in its leader and workers */
+	bc.sample_every = (queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) ?
+		ts_track_sample_every : ts_sample_every;
 	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
 	bc.timed = NIL;
@@ -1325,7 +1328,9 @@ ts_ExecutorFinish(QueryDesc *queryDesc)
 	if (plan != NULL && plan->sample_every <= 1)
 	{
 		ts_plan_estimate(plan, plan->subtract);
-		if (queryDesc->planstate->instrument != NULL)
+		/* what timing_source_compare() reads is an explained query's */
+		if (queryDesc->planstate->instrument != NULL &&
+			(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0)
 			ts_last_top_ns = ts_node_overhead_ns(queryDesc->planstate);
 	}
 }
@@ -1338,6 +1343,7 @@ ts_ExecutorEnd(QueryDesc *queryDesc)
 	ts_clock_query_end(queryDesc);
 
 	if (top != NULL && top->instrument != NULL && !top->instrument->running &&
+		(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0 &&
 		ts_node_sample_estimate(top, &ts_top_estimate))
 		ts_top_estimate_valid = true;
 
@@ -1366,6 +1372,12 @@ ts_instrument_samples(bool tsc)
 	if (ts_sample_every <= 1)
 		return false;
 	return ts_node_clock_samples(tsc);
+}
+
+bool
+ts_instrument_can_sample(void)
+{
+	return ts_node_clock_samples(ts_session_uses_tsc());
 }
 
 void
@@ -1423,6 +1435,12 @@ ts_instrument_init(void)
  */
 bool
 ts_instrument_samples(bool tsc)
+{
+	return false;
+}
+
+bool
+ts_instrument_can_sample(void)
 {
 	return false;
 }

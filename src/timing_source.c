@@ -38,6 +38,8 @@
 #include "utils/timestamp.h"
 
 #include "timing_source.h"
+#include "planid.h"
+#include "track.h"
 
 TS_MODULE_MAGIC;
 
@@ -469,6 +471,9 @@ _PG_init(void)
 
 	ts_shared_init();
 
+	/* the per-node statistics key on core's query id */
+	ts_planid_init();
+
 	if (ts_core_owns_setting)
 	{
 		DefineCustomBoolVariable("timing_source.node_wrappers",
@@ -513,9 +518,13 @@ _PG_init(void)
 							 0,
 							 NULL, NULL, NULL);
 
+	ts_track_init();
+
 	MarkGUCPrefixReserved("timing_source");
 
 	ts_instrument_init();
+	/* after the wrappers': its ExecutorStart sets options before theirs */
+	ts_track_hooks();
 }
 
 /*

@@ -128,6 +128,13 @@ extern void ts_instrument_init(void);
  */
 extern bool ts_instrument_samples(bool tsc);
 
+/*
+ * Whether the wrappers would time a query started now sampled, at any
+ * rate (the session's clock is one they sample with): what tracking asks
+ * before it asks for per-node timing.
+ */
+extern bool ts_instrument_can_sample(void);
+
 /* state shared across processes when preloaded (shared.c) */
 typedef struct TsStats
 {
