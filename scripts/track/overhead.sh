@@ -6,8 +6,9 @@
 #
 # On ONE server, in interleaved rounds (the order rotating every round),
 # timing_source.track_nodes = top against none:
-#   pgbench -S and pgbench's default TPC-B-like script, prepared, one
-#   client, TRACK_SECS seconds a run, TRACK_ROUNDS rounds: tps
+#   pgbench -S, then pgbench's default TPC-B-like script, prepared, one
+#   client, track_secs seconds a run, track_rounds rounds after a warm-up
+#   run: tps
 #   every bench query (bench.sh's list): psql's client-side time
 # for each clock: on 15-18 the TSC (where usable) and the system clock
 # (timing_clock_source), on 19 core's clock as core chose it.  The tracked
@@ -110,29 +111,44 @@ track_section() {
 	[ "$proxy" = 1 ] && extra_load="LOAD 'auto_explain';"
 
 	# ---- pgbench, -S and TPC-B-like: tps, runs interleaved ----
+	# One block per script, -S first: a run after a TPC-B-like one would
+	# pay for the writes it left (autovacuum, dirty buffers).  Within a
+	# block the order rotates every round and reverses every other round,
+	# so no mode always follows the same one; a first run warms up.
 	local -A tps_all=()
 	local -a runs=()
+	local have_pgbench=
 	if [ -n "${pgbench_bin:-}" ]; then
+		have_pgbench=1
 		pgb_init
-		for clock in "${clocks[@]}"; do
-			for v in select tpcb; do
-				runs+=("$v:$clock:none" "$v:$clock:top")
-			done
-		done
 		pin_start
-		for ((r = 1; r <= track_rounds; r++)); do
+		for v in select tpcb; do
+			runs=()
+			for clock in "${clocks[@]}"; do
+				runs+=("$clock:none" "$clock:top")
+			done
 			n=${#runs[@]}
-			for ((k = 0; k < n; k++)); do
-				IFS=: read -r v clock mode <<<"${runs[$(((k + r) % n))]}"
-				opts=
-				[ "$proxy" = 1 ] && opts="-c session_preload_libraries=auto_explain"
-				while read -r kv; do opts+=" -c $kv"; done < <(track_settings "$clock" "$mode")
-				local -a args=(-n -M prepared -c 1 -j 1 -T "$track_secs")
-				[ "$v" = select ] && args+=(-S)
-				tps=$(pgb "${args[@]}" "dbname=ts_bench options='$opts'" 2>/dev/null |
-					sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
-				echo "\"$cpu\",\"$pgver\",$clock,$v,$mode,$r,$tps" >>"$raw_csv"
-				tps_all[$v:$clock:$mode]+="$tps "
+			for ((r = 0; r <= track_rounds; r++)); do
+				for ((k = 0; k < n; k++)); do
+					if ((r % 2)); then
+						IFS=: read -r clock mode <<<"${runs[$(((n - 1 - k + r) % n))]}"
+					else
+						IFS=: read -r clock mode <<<"${runs[$(((k + r) % n))]}"
+					fi
+					opts=
+					[ "$proxy" = 1 ] && opts="-c session_preload_libraries=auto_explain"
+					while read -r kv; do opts+=" -c $kv"; done < <(track_settings "$clock" "$mode")
+					local -a args=(-n -M prepared -c 1 -j 1 -T "$track_secs")
+					[ "$v" = select ] && args+=(-S)
+					tps=$(pgb "${args[@]}" "dbname=ts_bench options='$opts'" 2>/dev/null |
+						sed -nE 's/^tps = ([0-9.]+).*/\1/p' | head -1)
+					# round 0: the warm-up, one run, not counted
+					if ((r == 0)); then
+						break
+					fi
+					echo "\"$cpu\",\"$pgver\",$clock,$v,$mode,$r,$tps" >>"$raw_csv"
+					tps_all[$v:$clock:$mode]+="$tps "
+				done
 			done
 		done
 		pin_end
@@ -186,7 +202,7 @@ track_section() {
 		echo "\"$cpu\",\"$pgver\",$1,\"$2\",$3,$4,$5,$rt,$6,$vd" >>"$sum_csv"
 	}
 	for clock in "${clocks[@]}"; do
-		if [ ${#runs[@]} -gt 0 ]; then
+		if [ -n "$have_pgbench" ]; then
 			for v in select tpcb; do
 				for mode in none top; do
 					tps_all[med:$mode]=$(tr ' ' '\n' <<<"${tps_all[$v:$clock:$mode]}" | grep . | min_median | awk '{ print $2 }')
@@ -204,7 +220,7 @@ track_section() {
 	echo
 	echo "Tracking ($what), one server, interleaved rounds"
 	echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; track_sample_every $track_default"
-	[ ${#runs[@]} -gt 0 ] && echo "pgbench: prepared, 1 client, $track_secs s x $track_rounds rounds, medians of tps${pinned:+ (server and client on one CPU)}"
+	[ -n "$have_pgbench" ] && echo "pgbench: prepared, 1 client, $track_secs s x $track_rounds rounds, medians of tps${pinned:+ (server and client on one CPU)}"
 	echo "queries: client-side time, medians in ms of $reps rounds; ratio = top/none"
 	printf "$row_fmt\n" clock workload none top ratio target verdict
 	printf '%s\n' "${table[@]}"
