@@ -51,6 +51,7 @@ REGRESS = init \
 	diag_shapes \
 	diag_interrupt \
 	explain_nodes \
+	track \
 	upgrade
 REGRESS_OPTS = --inputdir=test
 # Perl TAP tests (t/*.pl, PostgreSQL::Test::Cluster), run by installcheck

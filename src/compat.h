@@ -462,6 +462,19 @@ ts_instr_workers_ran(PlanState *node)
 #endif
 #define ts_pstmt_query_id(pstmt) ((uint64) (pstmt)->queryId)
 
+/*
+ * A shared hash table made at shared memory startup (track.c): 19 dropped
+ * ShmemInitHash's separate initial size (it allocates the whole table at
+ * once, as the extension asked for anyway).
+ */
+#if PG_VERSION_NUM >= 190000
+#define ts_shmem_init_hash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (info), (flags))
+#else
+#define ts_shmem_init_hash(name, nelems, info, flags) \
+	ShmemInitHash((name), (nelems), (nelems), (info), (flags))
+#endif
+
 /* ----------------------------------------------------------------------
  * Diagnostics (src/diagnostics.c)
  * ----------------------------------------------------------------------

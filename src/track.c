@@ -218,9 +218,9 @@ ts_track_shmem_startup(void)
 	memset(&info, 0, sizeof(info));
 	info.keysize = sizeof(TsTrackKey);
 	info.entrysize = sizeof(TsTrackEntry);
-	ts_track_hash = ShmemInitHash("timing_source_track hash",
-								  ts_track_max, ts_track_max,
-								  &info, HASH_ELEM | HASH_BLOBS);
+	ts_track_hash = ts_shmem_init_hash("timing_source_track hash",
+									   ts_track_max, &info,
+									   HASH_ELEM | HASH_BLOBS);
 	LWLockRelease(AddinShmemInitLock);
 
 	/*
@@ -532,6 +532,13 @@ typedef struct TsTrackRun
 	PlanState  *states[TS_TRACK_NODES];
 } TsTrackRun;
 
+/*
+ * One execution's figures are gathered here, not in memory allocated per
+ * execution: nothing run while they are gathered and added (catalog
+ * lookups for a new entry's names) starts or ends another statement.
+ */
+static TsTrackRun ts_run;
+
 static void
 ts_track_visit(const TsPlanNodeRef *ref, void *arg)
 {
@@ -603,7 +610,9 @@ ts_track_store(QueryDesc *queryDesc)
 	bool		created = false;
 	bool		partial;
 
-	run = palloc0(sizeof(TsTrackRun));
+	run = &ts_run;
+	run->nnodes = 0;
+	run->plan_nodes = 0;
 	ts_plan_nodes_walk(queryDesc->planstate, ts_track_visit, run);
 	run->timed = (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0;
 	run->buffers = (queryDesc->instrument_options & INSTRUMENT_BUFFERS) != 0;
@@ -646,7 +655,6 @@ ts_track_store(QueryDesc *queryDesc)
 		{
 			LWLockRelease(ts_track->lock);
 			ts_count_not_tracked();
-			pfree(run);
 			return;
 		}
 		if (!found)
@@ -702,7 +710,6 @@ ts_track_store(QueryDesc *queryDesc)
 
 	if (partial)
 		ts_count_not_tracked();
-	pfree(run);
 }
 
 static void

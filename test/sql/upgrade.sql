@@ -125,3 +125,14 @@ SELECT recalibrations = 0 AND recalibrations_agreed = 0 AND watchdog_recoveries 
        AS no_recovery_without_trip
   FROM timing_source_tsc();
 SELECT extversion FROM pg_extension WHERE extname = 'timing_source';
+
+-- a database still on 1.4 has none of the per-node statistics; the
+-- update to 1.5 adds the view and its functions, which then answer
+DROP EXTENSION timing_source;
+CREATE EXTENSION timing_source VERSION '1.4';
+SELECT count(*) AS plan_objects_1_4 FROM pg_proc WHERE proname LIKE 'timing_source_plan%';
+ALTER EXTENSION timing_source UPDATE;
+SELECT count(*) AS plan_objects_now FROM pg_proc WHERE proname LIKE 'timing_source_plan%';
+SELECT max >= 100 AS track_max_shown FROM timing_source_plan_nodes_info();
+SELECT count(*) >= 0 AS view_reads FROM timing_source_plan_nodes;
+SELECT extversion FROM pg_extension WHERE extname = 'timing_source';
