@@ -77,7 +77,7 @@ sub check_report
 	ok($ok, "$label: the run exits 0") or diag($err);
 	note $out;
 	like($out, qr/^CPU: \S.* \(\d+ CPUs\)/m, "$label: the CPU is named");
-	my ($table) = $out =~ /^clock\s+workload\s+none\s+top\s+ratio\s+target\s+verdict\n(.*?)^\n/ms;
+	my ($table) = $out =~ /^clock\s+workload\s+none\s+top\s+ratio\s+target\s+verdict\s+best\n(.*?)^\n/ms;
 	ok(defined $table, "$label: the ratio table is there");
 	$table //= '';
 	my @lines = split /\n/, $table;
@@ -86,35 +86,40 @@ sub check_report
 	{
 		for my $w (@workloads)
 		{
-			my ($none, $top, $r, $dir, $t, $v) = $table =~
-			  /^\Q$c\E\s+\Q$w\E\s+(\S+)\s+(\S+)\s+(\S+)\s+(>=|<=)\s+(\S+)\s+(\S+)$/m;
+			my ($none, $top, $r, $dir, $t, $v, $b) = $table =~
+			  /^\Q$c\E\s+\Q$w\E\s+(\S+)\s+(\S+)\s+(\S+)\s+(>=|<=)\s+(\S+)\s+(\S+)\s+(\S+)$/m;
 			ok(defined $v && $none =~ /^$num$/ && $top =~ /^$num$/ && $r =~ /^$num$/
-				  && $v =~ /^(met|MISSED)$/,
-				"$label: $c, $w: figures, a ratio and a verdict")
+				  && $v =~ /^(met|MISSED)$/ && $b =~ /^$num$/,
+				"$label: $c, $w: figures, a ratio, a verdict and the best runs' ratio")
 			  or diag($table);
 			is($dir // '', $w =~ /tps/ ? '>=' : '<=', "$label: $c, $w: the target's direction");
 		}
 	}
 	for my $c (@sweep_clocks)
 	{
-		my ($sweep) = $out =~ /^track_sample_every sweep, clock \Q$c\E:.*?\n(query .*?)^smallest rate/ms;
-		ok(defined $sweep, "$label: the sweep under $c is there");
-		$sweep //= '';
-		my ($head, @rows) = split /\n/, $sweep;
-		my @rates = split ' ', $head;
-		shift @rates;
-		ok((grep { $_ == 16 } @rates) && (grep { $_ == 1024 } @rates) && !(grep { !/^\d+$/ } @rates),
-			"$label: $c: the sweep's columns are rates, 16 to 1024")
-		  or diag($head);
-		for my $q (@queries, 'worst')
+		for my $stat ('median', 'best')
 		{
-			my ($row) = grep { /^\Q$q\E\s/ } @rows;
-			my @f = defined $row ? split(' ', substr($row, 24)) : ();
-			ok(@f == @rates && !(grep { !/^$num$/ } @f), "$label: $c: the sweep has a ratio per rate for $q")
-			  or diag($row // 'missing');
+			my ($sweep) = $out =~
+			  /^track_sample_every sweep, clock \Q$c\E: time ratio top\/none per rate \($stat of \d+ rounds\)\n(query .*?)^smallest rate/ms;
+			ok(defined $sweep, "$label: the sweep ($stat) under $c is there");
+			$sweep //= '';
+			my ($head, @rows) = split /\n/, $sweep;
+			my @rates = split ' ', $head // '';
+			shift @rates;
+			ok((grep { $_ == 16 } @rates) && (grep { $_ == 1024 } @rates) && !(grep { !/^\d+$/ } @rates),
+				"$label: $c ($stat): the sweep's columns are rates, 16 to 1024")
+			  or diag($head);
+			for my $q (@queries, 'worst')
+			{
+				my ($row) = grep { /^\Q$q\E\s/ } @rows;
+				my @f = defined $row ? split(' ', substr($row, 24)) : ();
+				ok(@f == @rates && !(grep { !/^$num$/ } @f),
+					"$label: $c ($stat): the sweep has a ratio per rate for $q")
+				  or diag($row // 'missing');
+			}
+			like($out, qr/^smallest rate with every query <= \S+ \($stat\): (\d+|none)$/m,
+				"$label: $c ($stat): the sweep names its choice");
 		}
-		like($out, qr/^smallest rate with every query <= \S+: (\d+|none)$/m,
-			"$label: $c: the sweep names its choice");
 	}
 	if (!@sweep_clocks)
 	{
@@ -124,7 +129,7 @@ sub check_report
 	my ($sum) = glob("$csvdir/bench-*-track-summary.csv");
 	ok(defined $raw && defined $sum, "$label: both CSV files are written");
 	my @srows = split /\n/, slurp_file($sum // '/dev/null');
-	is(shift(@srows) // '', 'cpu,postgresql,clock,workload,unit,none,top,ratio,target,verdict',
+	is(shift(@srows) // '', 'cpu,postgresql,clock,workload,unit,none,top,ratio,target,verdict,best_none,best_top,best_ratio',
 		"$label: the summary CSV's header");
 	is(scalar(grep { !/,sweep,/ } @srows), @clocks * @workloads, "$label: a summary row per clock and workload");
 	my @rrows = split /\n/, slurp_file($raw // '/dev/null');

@@ -106,7 +106,7 @@ track_section() {
 
 	mkdir -p "$csvdir"
 	echo "cpu,postgresql,clock,workload,mode,round,value" >"$raw_csv"
-	echo "cpu,postgresql,clock,workload,unit,none,top,ratio,target,verdict" >"$sum_csv"
+	echo "cpu,postgresql,clock,workload,unit,none,top,ratio,target,verdict,best_none,best_top,best_ratio" >"$sum_csv"
 	local extra_load=
 	[ "$proxy" = 1 ] && extra_load="LOAD 'auto_explain';"
 
@@ -157,7 +157,9 @@ track_section() {
 	fi
 
 	# ---- the bench queries: time, every variant interleaved ----
-	local -A qmd=()
+	# medians, and the best (fastest) run: on a shared machine others'
+	# load only ever adds time, so the best runs' ratio is the steadier one
+	local -A qmd=() qbest=()
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
 		script=$(
@@ -188,32 +190,39 @@ track_section() {
 		done <<<"$times"
 		local -A md=()
 		set_medians "$times" "${variants[@]}"
-		for v in "${variants[@]}"; do qmd[$name@$v]=${md[$v]}; done
+		for v in "${variants[@]}"; do
+			qmd[$name@$v]=${md[$v]}
+			qbest[$name@$v]=$(awk -v v="$v" '$1 == v { print $3 }' <<<"$times" | sort -g | head -1)
+		done
 		unset md
 	done
 
 	# ---- the tables ----
-	local row_fmt='%-7s %-24s %12s %12s %7s %8s %s'
-	row() {	# clock workload unit none top target dir
-		local rt vd
+	local row_fmt='%-7s %-24s %12s %12s %7s %8s %-7s %6s'
+	row() {	# clock workload unit none top target dir best-none best-top
+		local rt vd rb
 		rt=$(ratio "$5" "$4")
+		rb=$(ratio "$9" "$8")
 		vd=$(track_verdict "$rt" "$6" "$7")
-		table+=("$(printf "$row_fmt" "$1" "$2 ($3)" "$(track_num "$3" "$4")" "$(track_num "$3" "$5")" "$rt" "$([ "$7" = min ] && echo '>=' || echo '<=') $6" "$vd")")
-		echo "\"$cpu\",\"$pgver\",$1,\"$2\",$3,$4,$5,$rt,$6,$vd" >>"$sum_csv"
+		table+=("$(printf "$row_fmt" "$1" "$2 ($3)" "$(track_num "$3" "$4")" "$(track_num "$3" "$5")" "$rt" "$([ "$7" = min ] && echo '>=' || echo '<=') $6" "$vd" "$rb")")
+		echo "\"$cpu\",\"$pgver\",$1,\"$2\",$3,$4,$5,$rt,$6,$vd,$8,$9,$rb" >>"$sum_csv"
 	}
 	for clock in "${clocks[@]}"; do
 		if [ -n "$have_pgbench" ]; then
 			for v in select tpcb; do
 				for mode in none top; do
 					tps_all[med:$mode]=$(tr ' ' '\n' <<<"${tps_all[$v:$clock:$mode]}" | grep . | min_median | awk '{ print $2 }')
+					tps_all[best:$mode]=$(tr ' ' '\n' <<<"${tps_all[$v:$clock:$mode]}" | grep . | sort -gr | head -1)
 				done
 				row "$clock" "$([ $v = select ] && echo 'pgbench -S' || echo 'pgbench TPC-B')" tps \
-					"${tps_all[med:none]}" "${tps_all[med:top]}" "$TRACK_TPS_TARGET" min
+					"${tps_all[med:none]}" "${tps_all[med:top]}" "$TRACK_TPS_TARGET" min \
+					"${tps_all[best:none]}" "${tps_all[best:top]}"
 			done
 		fi
 		for entry in "${queries[@]}"; do
 			IFS='|' read -r name _ <<<"$entry"
-			row "$clock" "$name" ms "${qmd[$name@$clock:none]}" "${qmd[$name@$clock:top]}" "$TRACK_TIME_TARGET" max
+			row "$clock" "$name" ms "${qmd[$name@$clock:none]}" "${qmd[$name@$clock:top]}" "$TRACK_TIME_TARGET" max \
+				"${qbest[$name@$clock:none]}" "${qbest[$name@$clock:top]}"
 		done
 	done
 
@@ -221,43 +230,48 @@ track_section() {
 	echo "Tracking ($what), one server, interleaved rounds"
 	echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; track_sample_every $track_default"
 	[ -n "$have_pgbench" ] && echo "pgbench: prepared, 1 client, $track_secs s x $track_rounds rounds, medians of tps${pinned:+ (server and client on one CPU)}"
-	echo "queries: client-side time, medians in ms of $reps rounds; ratio = top/none"
-	printf "$row_fmt\n" clock workload none top ratio target verdict
+	echo "queries: client-side time, medians in ms of $reps rounds; ratio = top/none, its verdict; best = the"
+	echo "ratio of the best runs (highest tps, lowest time), less moved by other load on the machine"
+	printf "$row_fmt\n" clock workload none top ratio target verdict best
 	printf '%s\n' "${table[@]}"
 
 	# ---- the sweep: top/none at each rate, per sampling clock ----
 	local rates rate worst best q
 	rates=$(tr ' ' '\n' <<<"$TRACK_SWEEP $track_default" | grep . | sort -n -u | tr '\n' ' ')
+	local stat
 	for clock in "${clocks[@]}"; do
 		[ "$clock" = system ] && continue
-		echo
-		echo "track_sample_every sweep, clock $clock: time ratio top/none per rate (medians of $reps rounds)"
-		printf '%-24s' query
-		for rate in $rates; do printf ' %7s' "$rate"; done
-		echo
-		local -A worst_of=()
-		for entry in "${queries[@]}"; do
-			IFS='|' read -r name _ <<<"$entry"
-			printf '%-24s' "$name"
+		for stat in median best; do
+			if [ "$stat" = median ]; then local -n qstat=qmd; else local -n qstat=qbest; fi
+			echo
+			echo "track_sample_every sweep, clock $clock: time ratio top/none per rate ($stat of $reps rounds)"
+			printf '%-24s' query
+			for rate in $rates; do printf ' %7s' "$rate"; done
+			echo
+			local -A worst_of=()
+			for entry in "${queries[@]}"; do
+				IFS='|' read -r name _ <<<"$entry"
+				printf '%-24s' "$name"
+				for rate in $rates; do
+					q=top
+					[ "$rate" = "$track_default" ] || q=$rate
+					rt=$(ratio "${qstat[$name@$clock:$q]}" "${qstat[$name@$clock:none]}")
+					printf ' %7s' "$rt"
+					worst_of[$rate]=$(awk -v a="${worst_of[$rate]:-}" -v b="$rt" 'BEGIN { if (b == "") print a; else if (a == "" || b > a) print b; else print a }')
+				done
+				echo
+			done
+			printf '%-24s' worst
+			best=
 			for rate in $rates; do
-				q=top
-				[ "$rate" = "$track_default" ] || q=$rate
-				rt=$(ratio "${qmd[$name@$clock:$q]}" "${qmd[$name@$clock:none]}")
-				printf ' %7s' "$rt"
-				worst_of[$rate]=$(awk -v a="${worst_of[$rate]:-}" -v b="$rt" 'BEGIN { if (b == "") print a; else if (a == "" || b > a) print b; else print a }')
+				printf ' %7s' "${worst_of[$rate]}"
+				[ -z "$best" ] && [ "$(track_verdict "${worst_of[$rate]}" "$TRACK_TIME_TARGET" max)" = met ] && best=$rate
 			done
 			echo
+			echo "smallest rate with every query <= $TRACK_TIME_TARGET ($stat): ${best:-none}"
+			echo "\"$cpu\",\"$pgver\",$clock,sweep-$stat,rate,,,${best:-},$TRACK_TIME_TARGET,,,," >>"$sum_csv"
+			unset worst_of
 		done
-		printf '%-24s' worst
-		best=
-		for rate in $rates; do
-			printf ' %7s' "${worst_of[$rate]}"
-			[ -z "$best" ] && [ "$(track_verdict "${worst_of[$rate]}" "$TRACK_TIME_TARGET" max)" = met ] && best=$rate
-		done
-		echo
-		echo "smallest rate with every query <= $TRACK_TIME_TARGET: ${best:-none}"
-		echo "\"$cpu\",\"$pgver\",$clock,sweep,rate,,,${best:-},$TRACK_TIME_TARGET," >>"$sum_csv"
-		unset worst_of
 	done
 	echo
 	echo "CSV: $raw_csv"
