@@ -128,7 +128,7 @@ pgb_secs=5 pgb_rounds=3
 csvdir="$ROOT/bench/results"
 do_pgbench=1
 do_tpch=0 tpch_scale=0.05 tpch_subtract=1 tpch_rounds=
-do_track=1 track_secs= track_rounds= pgb_scale=10
+do_track=1 track_secs='' track_rounds='' pgb_scale=10
 short=0
 [ -n "${BENCH_SHORT:-}" ] && short=1
 

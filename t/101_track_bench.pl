@@ -131,7 +131,9 @@ sub check_report
 	my @srows = split /\n/, slurp_file($sum // '/dev/null');
 	is(shift(@srows) // '', 'cpu,postgresql,clock,workload,unit,none,top,ratio,target,verdict,best_none,best_top,best_ratio',
 		"$label: the summary CSV's header");
-	is(scalar(grep { !/,sweep,/ } @srows), @clocks * @workloads, "$label: a summary row per clock and workload");
+	is(scalar(grep { !/,sweep-(median|best),/ } @srows), @clocks * @workloads, "$label: a summary row per clock and workload");
+	is(scalar(grep { /,sweep-(median|best),rate,,,(\d+)?,/ } @srows), 2 * @sweep_clocks,
+		"$label: and the sweep's two choices per sampling clock");
 	my @rrows = split /\n/, slurp_file($raw // '/dev/null');
 	shift @rrows;
 	# 2 pgbench workloads x 2 modes x 2 rounds per clock, and every query

@@ -1,8 +1,8 @@
 # scripts/track/overhead.sh -- what per-node tracking costs: the --track
 # part of scripts/bench.sh.  Sourced by bench.sh, which provides psql_db,
 # queries, reps, cpu, ncpu, pgver, pgnum, clocksrc, csvdir, stamp,
-# min_median, ratio, parse_times, set_medians, pgb, pgb_init, pin_start and
-# pin_end.
+# min_median, ratio, parse_times, set_medians, pgbench_bin, do_pgbench,
+# pgb, pgb_init, pin_start and pin_end.
 #
 # On ONE server, in interleaved rounds (the order rotating every round),
 # timing_source.track_nodes = top against none:
@@ -68,7 +68,7 @@ track_verdict() {
 
 track_section() {
 	local clock clocks entry name settings query script v r k n mode tps opts kv val log times rt
-	local -a variants=() sweep=() table=() sweep_rows=()
+	local -a variants=() sweep=() table=()
 	local raw_csv="$csvdir/bench-$stamp-track.csv" sum_csv="$csvdir/bench-$stamp-track-summary.csv"
 	local proxy=${TRACK_PROXY:-0} what="timing_source.track_nodes = top against none"
 
@@ -118,7 +118,7 @@ track_section() {
 	local -A tps_all=()
 	local -a runs=()
 	local have_pgbench=
-	if [ -n "${pgbench_bin:-}" ]; then
+	if [ -n "${pgbench_bin:-}" ] && [ "${do_pgbench:-1}" = 1 ]; then
 		have_pgbench=1
 		pgb_init
 		pin_start
@@ -153,7 +153,7 @@ track_section() {
 		done
 		pin_end
 	else
-		echo "note: no pgbench; the tracking benchmark measures the queries only" >&2
+		echo "note: no pgbench (or --no-pgbench); the tracking benchmark measures the queries only" >&2
 	fi
 
 	# ---- the bench queries: time, every variant interleaved ----
@@ -236,7 +236,7 @@ track_section() {
 	printf '%s\n' "${table[@]}"
 
 	# ---- the sweep: top/none at each rate, per sampling clock ----
-	local rates rate worst best q
+	local rates rate best q
 	rates=$(tr ' ' '\n' <<<"$TRACK_SWEEP $track_default" | grep . | sort -n -u | tr '\n' ' ')
 	local stat
 	for clock in "${clocks[@]}"; do
