@@ -209,79 +209,62 @@ explain_json_rows(const char *json)
 	return total;
 }
 
+/* one run of compare(): what run_in_subxact() hands over */
+typedef struct CompareRun
+{
+	const char *sql;
+	double	   *rows;
+} CompareRun;
+
+static double
+compare_run(void *arg)
+{
+	CompareRun *run = (CompareRun *) arg;
+	SPIExecuteOptions options;
+	uint64		t0,
+				t1;
+	int			rc;
+
+	memset(&options, 0, sizeof(options));
+	options.read_only = false;
+	options.tcount = 0;
+	if (run->rows == NULL)
+		options.dest = None_Receiver;
+
+	t0 = tsclock_system_ns();
+	rc = SPI_execute_extended(run->sql, &options);
+	t1 = tsclock_system_ns();
+	if (rc < 0)
+		elog(ERROR, "SPI_execute_extended failed: %s",
+			 SPI_result_code_string(rc));
+
+	if (run->rows != NULL)
+	{
+		char	   *json;
+
+		if (SPI_tuptable == NULL || SPI_processed != 1)
+			elog(ERROR, "unexpected EXPLAIN output");
+		json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		*run->rows = explain_json_rows(json);
+	}
+	return (double) (t1 - t0) / 1e6;
+}
+
 /*
  * Run sql once inside a subtransaction that is always rolled back, and
  * return its wall time in ms.  When rows is not NULL, the statement is an
  * EXPLAIN (FORMAT JSON) and *rows receives the rows through its nodes;
- * otherwise the results are discarded as they are produced.
- *
- * Errors roll back the subtransaction and are re-thrown as they came, as
- * PL/pgSQL's exception blocks do, so that an enclosing subtransaction of
- * the caller stays intact.
+ * otherwise the results are discarded as they are produced.  SPI works in
+ * the caller's memory context, which outlives the subtransaction.
  */
 static double
 run_in_subxact(const char *sql, double *rows)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	double		ms = 0;
+	CompareRun	run;
 
-	BeginInternalSubTransaction(NULL);
-	/* stay in the caller's context, not the subtransaction's */
-	MemoryContextSwitchTo(oldcontext);
-
-	PG_TRY();
-	{
-		SPIExecuteOptions options;
-		uint64		t0,
-					t1;
-		int			rc;
-
-		memset(&options, 0, sizeof(options));
-		options.read_only = false;
-		options.tcount = 0;
-		if (rows == NULL)
-			options.dest = None_Receiver;
-
-		t0 = tsclock_system_ns();
-		rc = SPI_execute_extended(sql, &options);
-		t1 = tsclock_system_ns();
-		if (rc < 0)
-			elog(ERROR, "SPI_execute_extended failed: %s",
-				 SPI_result_code_string(rc));
-		ms = (double) (t1 - t0) / 1e6;
-
-		if (rows != NULL)
-		{
-			char	   *json;
-
-			if (SPI_tuptable == NULL || SPI_processed != 1)
-				elog(ERROR, "unexpected EXPLAIN output");
-			json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-			*rows = explain_json_rows(json);
-		}
-
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
-
-	return ms;
+	run.sql = sql;
+	run.rows = rows;
+	return ts_in_rolled_back_subxact(compare_run, &run, true);
 }
 
 static int

@@ -30,6 +30,7 @@
 
 #include <math.h>
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -38,6 +39,8 @@
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/tuplestore.h"
 
 #include "timing_source.h"
@@ -265,6 +268,44 @@ ts_check_runs(int runs, int max)
 				 errmsg("runs %d is out of range", runs),
 				 errdetail("The number of runs must be between 1 and %d.", max)));
 	return runs;
+}
+
+double
+ts_in_rolled_back_subxact(TsSubxactFn fn, void *arg, bool in_caller_context)
+{
+	MemoryContext oldcontext = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	double		result = 0;
+
+	BeginInternalSubTransaction(NULL);
+	if (in_caller_context)
+		MemoryContextSwitchTo(oldcontext);
+
+	PG_TRY();
+	{
+		result = fn(arg);
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcontext);
+		edata = CopyErrorData();
+		FlushErrorState();
+
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcontext);
+		CurrentResourceOwner = oldowner;
+
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	return result;
 }
 
 

@@ -387,45 +387,36 @@ ts_run_and_walk(RawStmt *stmt, const char *query, TsNodeRows *nr)
 	return (double) (t1 - t0) / 1e6;
 }
 
+/* what ts_run_in_subxact() hands over to ts_run_and_walk() */
+typedef struct TsNodeRun
+{
+	RawStmt    *stmt;
+	const char *query;
+	TsNodeRows *nr;
+} TsNodeRun;
+
+static double
+ts_node_run(void *arg)
+{
+	TsNodeRun  *run = (TsNodeRun *) arg;
+
+	return ts_run_and_walk(run->stmt, run->query, run->nr);
+}
+
 /*
  * ts_run_and_walk() in a subtransaction that is always rolled back.  The
  * executor's memory is the subtransaction's, gone with it however it
- * ends.  Errors roll it back and are re-thrown as they came, as compare.c
- * does, so that an enclosing subtransaction of the caller stays intact.
+ * ends; the rows it keeps are made in the caller's (nr->cxt).
  */
 static double
 ts_run_in_subxact(RawStmt *stmt, const char *query, TsNodeRows *nr)
 {
-	MemoryContext oldcontext = CurrentMemoryContext;
-	ResourceOwner oldowner = CurrentResourceOwner;
-	double		exec_ms = 0;
+	TsNodeRun	run;
 
-	BeginInternalSubTransaction(NULL);
-	PG_TRY();
-	{
-		exec_ms = ts_run_and_walk(stmt, query, nr);
-
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(oldcontext);
-		edata = CopyErrorData();
-		FlushErrorState();
-
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcontext);
-		CurrentResourceOwner = oldowner;
-
-		ReThrowError(edata);
-	}
-	PG_END_TRY();
-
-	return exec_ms;
+	run.stmt = stmt;
+	run.query = query;
+	run.nr = nr;
+	return ts_in_rolled_back_subxact(ts_node_run, &run, false);
 }
 
 Datum

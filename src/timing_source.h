@@ -75,6 +75,18 @@ extern struct RawStmt *ts_check_query(const char *query, TsQueryCheck what);
 /* diagnostics.c: ereport(ERROR) unless 1 <= runs <= max */
 extern int	ts_check_runs(int runs, int max);
 
+/*
+ * diagnostics.c: fn(arg) inside a subtransaction that is always rolled
+ * back, returning what fn returns.  Errors roll it back and are re-thrown
+ * as they came, as PL/pgSQL's exception blocks do, so that an enclosing
+ * subtransaction of the caller stays intact.  fn runs in the caller's
+ * memory context when in_caller_context (what it allocates outlives the
+ * subtransaction), else in the subtransaction's (gone with it).
+ */
+typedef double (*TsSubxactFn) (void *arg);
+extern double ts_in_rolled_back_subxact(TsSubxactFn fn, void *arg,
+										bool in_caller_context);
+
 /* PostgreSQL 19 and later: core owns timing_clock_source */
 extern bool ts_core_owns_setting;
 

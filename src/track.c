@@ -780,14 +780,20 @@ ts_track_init(void)
 							0,
 							NULL, NULL, NULL);
 
-	DefineCustomIntVariable("timing_source.track_max",
-							"Plans whose per-node statistics are kept.",
-							"When full, the least used plans are evicted.",
-							&ts_track_max,
-							1000, 100, 1000000,
-							PGC_POSTMASTER,
-							0,
-							NULL, NULL, NULL);
+	/*
+	 * Sizes shared memory: a server-start setting, which core lets a
+	 * library define only while it is preloaded (later, defining it would
+	 * end the session).  Loaded on demand there is nothing to size.
+	 */
+	if (ts_track_preloaded)
+		DefineCustomIntVariable("timing_source.track_max",
+								"Plans whose per-node statistics are kept.",
+								"When full, the least used plans are evicted.",
+								&ts_track_max,
+								1000, 100, 1000000,
+								PGC_POSTMASTER,
+								0,
+								NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("timing_source.track_buffers",
 							 "Counts shared buffer hits and reads per node of tracked statements.",

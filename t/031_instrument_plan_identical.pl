@@ -9,7 +9,9 @@
 # - EXPLAIN (ANALYZE, COSTS OFF, SUMMARY OFF) with timing on, also with
 #	BUFFERS and in JSON, after masking the time figures only,
 # - the same timed statements with sampled timing (timing_source.sample_every
-#	= 64): rows, loops and buffers exact, only the times estimated.
+#	= 64): rows, loops and buffers exact, only the times estimated,
+# - all of the first with per-node tracking on (timing_source.track_nodes):
+#	byte-identical too.
 #
 # On 18 and later the library's EXPLAIN hook adds notes to timed plans: a
 # plan-level "Timing: <clock>..." line (with ", sampled 1 in 64 calls"
@@ -158,6 +160,11 @@ like($loaded, qr/^\s*WAL: records=\d+.*"WAL Records": \d+/ms,
 my $sampled =
   explain_all("SET timing_clock_source = '$tsc'; SET timing_source.sample_every = 64;\n",
 	@timed_options);
+# the same with per-node tracking on (timing_source.track_nodes, its
+# buffers too): an explained statement keeps EXPLAIN's options, so the
+# output must be the untracked one, and never sampled
+my $tracked = explain_all("SET timing_clock_source = '$tsc'; "
+	  . "SET timing_source.track_nodes = 'all'; SET timing_source.track_buffers = on;\n");
 # the line 18's EXPLAIN hook adds to a sampled plan, in text or JSON
 my $sampled_line = qr/^\s*(?:Timing: [^\n]*, sampled 1 in 64 calls|"Timing Sampled Every": 64,?)$/m;
 
@@ -173,6 +180,7 @@ sub drop_notes
 	$out =~ s/,\n\s*"(?:Timing(?: Overhead| Clock| Clock Frequency| Frequency Source| Sampled Every| Overhead Subtracted)|Sampled (?:Every|Calls)|Total Time Margin|Estimate Reliable)": (?:"[^"\n]*"|[^\n,]*)(?=,?\n)//g;
 	return $out;
 }
+unlike($tracked, $sampled_line, 'tracked and explained: never sampled');
 my $nsampled = () = $sampled =~ /$sampled_line/g;
 # 18 samples with the TSC only; 19 with whichever clock core uses
 is($nsampled,
@@ -246,7 +254,7 @@ ok(($major >= 19 || ($major >= 18 && $tsc eq 'tsc')) ? $nestimates > 0 : $nestim
 my $nclock_off = () = explain_all("SET timing_clock_source = '$tsc';\n",
 	grep { /TIMING OFF/ || !/ANALYZE/ } @options) =~ /$clock_line/g;
 is($nclock_off, 0, 'no note without ANALYZE or with TIMING OFF');
-$_ = drop_notes($_) for ($loaded, $sampled, $loaded_plain, $sampled_plain, $wrappers_off);
+$_ = drop_notes($_) for ($loaded, $sampled, $loaded_plain, $sampled_plain, $wrappers_off, $tracked);
 
 # Where the TSC is used, make sure it really was: the hook reports the
 # nodes it binds at DEBUG1
@@ -299,6 +307,8 @@ for my $i (0 .. $#l)
 }
 ok($loaded eq $stock, 'EXPLAIN output byte-identical with and without the library')
   or diag($first_diff);
+ok($tracked eq $stock,
+	'EXPLAIN output byte-identical with per-node tracking on and without the library');
 is($sampled, $stock_timed, 'sampled timing: output identical to stock but for the masked times');
 ok($loaded_plain eq $stock,
 	'usage kept with plain copies: EXPLAIN output byte-identical to stock');

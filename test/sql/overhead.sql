@@ -195,9 +195,10 @@ CREATE TEMP TABLE ovh_runs (sub bool, total float8, exec float8, ovh float8);
 DO $$
 DECLARE
 	d jsonb;
+	s bool;
 BEGIN
 	FOR i IN 1..3 LOOP
-		FOR s IN SELECT unnest(CASE i % 2 WHEN 0 THEN ARRAY[true, false] ELSE ARRAY[false, true] END) LOOP
+		FOREACH s IN ARRAY CASE i % 2 WHEN 0 THEN ARRAY[true, false] ELSE ARRAY[false, true] END LOOP
 			d := pg_temp.ovh_explain('SELECT count(*) FROM ovh_big', 'ANALYZE, BUFFERS OFF', s);
 			INSERT INTO ovh_runs
 			VALUES (s, (d -> 'Plan' ->> 'Actual Total Time')::float8,

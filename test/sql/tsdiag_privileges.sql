@@ -12,7 +12,9 @@ RESET client_min_messages;
 CREATE ROLE regress_ts_nobody;
 CREATE ROLE regress_ts_monitor IN ROLE pg_monitor;
 
--- every function of the extension, as the catalog sees it
+-- every function of the extension, as the catalog sees it; the
+-- per-node statistics' (1.5) are the exception: readable by everyone, each
+-- seeing their own rows, reset by superusers only (test/sql/track.sql)
 SELECT p.oid::regprocedure AS function,
        has_function_privilege('public', p.oid, 'EXECUTE') AS public,
        has_function_privilege('regress_ts_nobody', p.oid, 'EXECUTE') AS nobody,

@@ -31,7 +31,9 @@ SELECT default_version FROM pg_available_extensions WHERE name = 'timing_source'
 DROP EXTENSION timing_source;
 CREATE EXTENSION timing_source;
 SELECT pg_temp.ts_snapshot('fresh');
-SELECT count(*) AS fresh_members FROM ts_objects WHERE how = 'fresh';
+-- (types are left out of the count: from 18 on a view's row type is a
+-- member too)
+SELECT count(*) AS fresh_members FROM ts_objects WHERE how = 'fresh' AND member NOT LIKE 'type %';
 
 -- every older version that has an update path to the default
 DO $$
