@@ -4,6 +4,8 @@
 #
 #   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
 #                    [--tpch | --tpch-only] [--tpch-scale S] [--tpch-rounds N] [--tpch-no-subtract]
+#                    [--track | --no-track] [--track-proxy] [--track-secs S] [--track-rounds N]
+#                    [--pgbench-scale S]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
 # root): installs the dependencies, builds and installs the extension,
@@ -98,6 +100,26 @@
 # bench/results/bench-<time>-tpch-nodes.csv and -tpch-queries.csv.
 # Parallel query is off for it.  On 15-18 it needs the TSC.
 #
+# Tracking (scripts/track/overhead.sh), after the rest where the server
+# has timing_source.track_nodes (a note and nothing else where it has not;
+# --no-track leaves it out); --track: only that (the seed tables and
+# pgbench's, and an error where the setting is missing).  On one server,
+# interleaved, timing_source.track_nodes = top against none: pgbench -S
+# and the TPC-B-like script (prepared, one client; --track-secs S seconds
+# a run, default 5, 2 with --short; --track-rounds N rounds, default 5, 3
+# with --short) and every bench query ($reps rounds), under the TSC and
+# the system clock on 15-18, core's clock on 19; ratios top/none against
+# the targets (tps >= 0.98, time <= 1.05), and a sweep of
+# timing_source.track_sample_every (16, 64, 256, 1024) over the queries
+# naming the smallest rate that meets the target.  --track-proxy:
+# auto_explain with timing_source.sample_every instead of tracking (the
+# instrumentation without the statistics).  CSV in
+# bench/results/bench-<time>-track.csv and -track-summary.csv.
+# --pgbench-scale S: the scale pgbench's tables are built with (default
+# 10; rebuilt when it differs).  BENCH_PIN=1: pin a running local server
+# (PGHOST/PGPORT) and pgbench to CPU 0 for the pgbench parts, as the
+# script does with its own cluster (see pin_start).
+#
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
@@ -113,6 +135,7 @@ pgb_secs=5 pgb_rounds=3
 csvdir="$ROOT/bench/results"
 do_pgbench=1
 do_tpch=0 tpch_scale=0.05 tpch_subtract=1 tpch_rounds=
+do_track=1 track_secs='' track_rounds='' pgb_scale=10
 short=0
 [ -n "${BENCH_SHORT:-}" ] && short=1
 
@@ -127,7 +150,13 @@ while [ $# -gt 0 ]; do
 		--reps) reps=$2; shift ;;
 		--csv) csvdir=$2; shift ;;
 		--no-pgbench) do_pgbench=0 ;;
-		-h|--help) sed -n '2,105p' "$0"; exit 0 ;;
+		--track) do_track=2 ;;
+		--no-track) do_track=0 ;;
+		--track-proxy) export TRACK_PROXY=1 ;;
+		--track-secs) track_secs=$2; shift ;;
+		--track-rounds) track_rounds=$2; shift ;;
+		--pgbench-scale) pgb_scale=$2; shift ;;
+		-h|--help) sed -n '2,128p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -140,6 +169,14 @@ esac
 case $tpch_rounds in
 	''|*[!0-9]*|0) echo "--tpch-rounds needs a positive number" >&2; exit 2 ;;
 esac
+# tracking's pgbench runs: 5 s x 5 rounds, 2 s x 3 with --short
+[ -n "$track_secs" ] || { track_secs=5; [ "$short" = 1 ] && track_secs=2; }
+[ -n "$track_rounds" ] || { track_rounds=5; [ "$short" = 1 ] && track_rounds=3; }
+for v in "$track_secs" "$track_rounds" "$pgb_scale"; do
+	case $v in
+		''|*[!0-9]*|0) echo "--track-secs, --track-rounds and --pgbench-scale need a positive number" >&2; exit 2 ;;
+	esac
+done
 [[ $tpch_scale =~ ^(0|[1-9][0-9]*)?(\.[0-9]+)?$ ]] && awk -v s="$tpch_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
 	{ echo "--tpch-scale needs a number above 0, at most 10" >&2; exit 2; }
 
@@ -307,6 +344,65 @@ queries=(
 	"parallel count(*) 5M|SET max_parallel_workers_per_gather = 2; SET parallel_leader_participation = on;|SELECT count(*) FROM t"
 )
 
+# ---- pgbench: the binary, its tables, and pinning ----
+pgbench_bin=
+[ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/pgbench" ] && pgbench_bin="$PG_BINDIR/pgbench"
+[ -n "$pgbench_bin" ] || pgbench_bin=$(command -v pgbench || true)
+[ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ] || pgbench_bin=
+pin=() pinned=
+pgb() { "${PSQL[@]:0:${#PSQL[@]}-1}" "${pin[@]}" "$pgbench_bin" "$@"; }
+# pgbench's tables at --pgbench-scale (the branches are as many as the scale)
+pgb_init() {
+	local have=
+	[ "$(psql_db -At -c "SELECT to_regclass('pgbench_branches') IS NOT NULL")" = t ] &&
+		have=$(psql_db -At -c 'SELECT count(*) FROM pgbench_branches')
+	if [ "$have" != "$pgb_scale" ]; then
+		echo "initializing pgbench tables (scale $pgb_scale)" >&2
+		pgb -i -q -s "$pgb_scale" ts_bench >/dev/null 2>&1
+	fi
+}
+# One client's round trips: on a virtual machine whose idle vCPUs halt,
+# a client and a backend on different CPUs wait for each other's
+# wake-up (measured here: 17,000 tps instead of 64,000, every mode
+# alike), which hides what the instrumentation costs.  With its own
+# cluster (or, with BENCH_PIN=1, a local server whose data directory it
+# can read) the script puts the server and pgbench on one CPU for the
+# pgbench parts (pin_start, pin_end).
+pin_start() {
+	local pidfile=
+	pin=() pinned=
+	if [ -n "${TS_WORK:-}" ]; then
+		pidfile=$TS_WORK/bench/data/postmaster.pid
+	elif [ "${BENCH_PIN:-}" = 1 ]; then
+		pidfile=$(psql_db -At -c 'SHOW data_directory')/postmaster.pid
+	fi
+	if [ -n "$pidfile" ] && [ -f "$pidfile" ] && command -v taskset >/dev/null; then
+		pm_pid=$(head -1 "$pidfile")
+		if taskset -a -p -c 0 "$pm_pid" >/dev/null 2>&1; then
+			pin=(taskset -c 0) pinned=1
+			echo "pgbench part: server and client pinned to CPU 0" >&2
+		fi
+	fi
+}
+pin_end() {
+	[ -n "$pinned" ] && taskset -a -p -c "0-$(($(nproc) - 1))" "$pm_pid" >/dev/null 2>&1
+	pin=()
+	return 0
+}
+
+# ---- tracking (scripts/track/overhead.sh) ----
+. "$ROOT/scripts/track/overhead.sh"
+# the part of a whole run: left out, with a note, where the server has no tracking
+track_part() {
+	[ "$do_track" = 1 ] || return 0
+	track_section || echo "(tracking benchmark not run)" >&2
+	return 0
+}
+if [ "$do_track" = 2 ]; then
+	track_section
+	exit $?
+fi
+
 # ---- PostgreSQL 19+: core's instrumentation vs the extension's wrappers ----
 bench19() {
 	local setup19 entry name settings query script v r n k
@@ -450,6 +546,7 @@ SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf); }
 if [ "$pgnum" -ge 190000 ]; then
 	bench19
 	sampled_buffers "$setup19_sb" "SET timing_source.node_wrappers = on;"
+	track_part
 	# a machine without the TSC gets the note and the rest of the bench
 	[ "$do_tpch" = 1 ] && { tpch_section || true; }
 	exit 0
@@ -781,30 +878,11 @@ if [ -n "${TS_WORK:-}" ] && [ "$tsc_ok" = 1 ] && [ "$(uname -m)" = x86_64 ] &&
 fi
 
 # ---- always-on auto_explain under pgbench -S ----
-pgbench_bin=
-[ -n "${PG_BINDIR:-}" ] && [ -x "$PG_BINDIR/pgbench" ] && pgbench_bin="$PG_BINDIR/pgbench"
-[ -n "$pgbench_bin" ] || pgbench_bin=$(command -v pgbench || true)
-if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
-	pin=()
-	pgb() { "${PSQL[@]:0:${#PSQL[@]}-1}" "${pin[@]}" "$pgbench_bin" "$@"; }
-	if [ "$(psql_db -At -c "SELECT to_regclass('pgbench_accounts') IS NOT NULL")" != t ]; then
-		echo "initializing pgbench tables (scale 10)" >&2
-		pgb -i -q -s 10 ts_bench >/dev/null 2>&1
-	fi
+if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ]; then
+	pgb_init
 	modes=(none system)
 	[ "$tsc_ok" = 1 ] && modes+=(tsc)
-	# One client's round trips: on a virtual machine whose idle vCPUs halt,
-	# a client and a backend on different CPUs wait for each other's
-	# wake-up (measured here: 17,000 tps instead of 64,000, every mode
-	# alike), which hides what auto_explain costs.  With its own cluster the
-	# script puts the server and pgbench on one CPU for this part.
-	if [ -n "${TS_WORK:-}" ] && [ -f "$TS_WORK/bench/data/postmaster.pid" ] && command -v taskset >/dev/null; then
-		pm_pid=$(head -1 "$TS_WORK/bench/data/postmaster.pid")
-		if taskset -a -p -c 0 "$pm_pid" >/dev/null 2>&1; then
-			pin=(taskset -c 0)
-			echo "pgbench part: server and client pinned to CPU 0" >&2
-		fi
-	fi
+	pin_start
 	echo "cpu,postgresql,mode,round,tps" >"$pgb_csv"
 	declare -A tps_all=()
 	for ((r = 1; r <= pgb_rounds; r++)); do
@@ -820,10 +898,10 @@ if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
 			tps_all[$mode]+="$tps "
 		done
 	done
-	[ ${#pin[@]} -gt 0 ] && taskset -a -p -c "0-$(($(nproc) - 1))" "$pm_pid" >/dev/null 2>&1
+	pin_end
 	echo
 	echo "pgbench -S, prepared, 1 client, ${pgb_secs} s x $pgb_rounds rounds: auto_explain (log_analyze, log_timing) on every query"
-	[ ${#pin[@]} -gt 0 ] && echo "(server and client on one CPU)"
+	[ -n "$pinned" ] && echo "(server and client on one CPU)"
 	printf '%-8s %10s %10s\n' mode 'tps (med)' 'vs none'
 	declare -A tmed=()
 	for mode in "${modes[@]}"; do
@@ -833,6 +911,8 @@ if [ "$do_pgbench" = 1 ] && [ -n "$pgbench_bin" ] && [ -x "$pgbench_bin" ]; then
 		printf '%-8s %10s %10s\n' "$mode" "${tmed[$mode]}" "$(ratio "${tmed[$mode]}" "${tmed[none]}")"
 	done
 fi
+
+track_part
 
 # a machine without the TSC gets the note and the rest of the bench
 [ "$do_tpch" = 1 ] && { tpch_section || true; }

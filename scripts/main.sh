@@ -4,8 +4,9 @@
 # diagnostics, and compare EXPLAIN ANALYZE overhead with the system clock
 # and with the TSC.  Run as root on Debian; the cluster is always stopped.
 #
-#   scripts/main.sh            diagnostics + short benchmark (3 rounds) and the
-#                              TPC-H-shaped accuracy run (4 rounds, under a minute)
+#   scripts/main.sh            diagnostics + short benchmark (3 rounds), what
+#                              tracking costs (about 70 s), and the TPC-H-shaped
+#                              accuracy run (4 rounds, under a minute)
 #   scripts/main.sh --full     diagnostics + full benchmark (7 rounds, accuracy run 10)
 set -euo pipefail
 
