@@ -4,7 +4,7 @@
 #
 #   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
 #                    [--tpch | --tpch-only] [--tpch-scale S] [--tpch-rounds N] [--tpch-no-subtract]
-#                    [--track | --no-track] [--track-proxy] [--track-secs S] [--track-rounds N]
+#                    [--track | --no-track] [--track-proxy] [--track-every N] [--track-secs S] [--track-rounds N]
 #                    [--pgbench-scale S]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
@@ -113,7 +113,9 @@
 # timing_source.track_sample_every (16, 64, 256, 1024) over the queries
 # naming the smallest rate that meets the target.  --track-proxy:
 # auto_explain with timing_source.sample_every instead of tracking (the
-# instrumentation without the statistics).  CSV in
+# instrumentation without the statistics).  --track-every N: the tracked
+# runs count the nodes of 1 in N executions (timing_source.track_every,
+# the opt-in alternative).  CSV in
 # bench/results/bench-<time>-track.csv and -track-summary.csv.
 # --pgbench-scale S: the scale pgbench's tables are built with (default
 # 10; rebuilt when it differs).  BENCH_PIN=1: pin a running local server
@@ -153,10 +155,11 @@ while [ $# -gt 0 ]; do
 		--track) do_track=2 ;;
 		--no-track) do_track=0 ;;
 		--track-proxy) export TRACK_PROXY=1 ;;
+		--track-every) export TRACK_EVERY=$2; shift ;;
 		--track-secs) track_secs=$2; shift ;;
 		--track-rounds) track_rounds=$2; shift ;;
 		--pgbench-scale) pgb_scale=$2; shift ;;
-		-h|--help) sed -n '2,128p' "$0"; exit 0 ;;
+		-h|--help) sed -n '2,130p' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift

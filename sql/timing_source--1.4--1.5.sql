@@ -29,7 +29,8 @@ CREATE FUNCTION timing_source_plan_nodes(
     OUT shared_blks_hit bigint,
     OUT shared_blks_read bigint,
     OUT timed_executions bigint,
-    OUT plan_nodes int)
+    OUT plan_nodes int,
+    OUT counted_executions bigint)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'timing_source_plan_nodes'
 LANGUAGE C STRICT VOLATILE PARALLEL SAFE;
@@ -43,7 +44,7 @@ CREATE VIEW timing_source_plan_nodes AS
 GRANT SELECT ON timing_source_plan_nodes TO PUBLIC;
 
 COMMENT ON VIEW timing_source_plan_nodes IS
-'Per-node statistics of tracked statements (timing_source.track_nodes): executions, loops and rows exact; times sampled estimates where sampled > 1, NULL where no execution was timed';
+'Per-node statistics of tracked statements (timing_source.track_nodes): executions exact; loops and rows exact over counted_executions (all of them unless timing_source.track_every > 1); times sampled estimates where sampled > 1, NULL where no execution was timed';
 
 CREATE FUNCTION timing_source_plan_nodes_reset(queryid bigint DEFAULT NULL)
 RETURNS void

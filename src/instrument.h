@@ -192,7 +192,7 @@ ts_node_clock_samples(bool tsc)
 
 #endif
 
-#ifdef TS_HAVE_NODE_WRAPPERS
+#ifdef TS_HAVE_EXECUTOR_HOOK
 
 /*
  * A list of queries, innermost first (nesting makes several), each entry
@@ -222,6 +222,10 @@ extern void *ts_query_find(TsQueryList *list, QueryDesc *queryDesc);
 
 /* take an entry off its list now, before its memory goes */
 extern void ts_query_remove(TsQueryEntry *entry);
+
+#endif							/* TS_HAVE_EXECUTOR_HOOK */
+
+#ifdef TS_HAVE_NODE_WRAPPERS
 
 /*
  * The product's per-query work (watchdog.c through 18, rebase.c on 19):

@@ -17,7 +17,7 @@
 
 #include "instrument.h"
 
-#ifdef TS_HAVE_NODE_WRAPPERS
+#ifdef TS_HAVE_EXECUTOR_HOOK
 
 #include "nodes/execnodes.h"
 
@@ -73,4 +73,4 @@ ts_query_find(TsQueryList *list, QueryDesc *queryDesc)
 	return NULL;
 }
 
-#endif							/* TS_HAVE_NODE_WRAPPERS */
+#endif							/* TS_HAVE_EXECUTOR_HOOK */

@@ -50,6 +50,7 @@
 #include "utils/hsearch.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
+#include "common/pg_prng.h"
 
 #include "instrument.h"
 #include "planid.h"
@@ -64,7 +65,7 @@
 /* the file the statistics are kept in across a clean restart */
 #define TS_TRACK_DUMP_FILE		"pg_stat/timing_source_track.stat"
 #define TS_TRACK_FILE_MAGIC		0x54535452	/* "TSTR" */
-#define TS_TRACK_FILE_VERSION	1
+#define TS_TRACK_FILE_VERSION	2
 
 /* eviction: the least used share of the entries goes, at least 10 */
 #define TS_TRACK_DEALLOC_PERCENT	5
@@ -117,6 +118,7 @@ typedef struct TsTrackEntry
 	TsTrackKey	key;			/* hash key, must be first */
 	slock_t		mutex;			/* protects everything below */
 	int64		executions;
+	int64		counted_executions;	/* whose nodes were counted */
 	int64		timed_executions;	/* with per-node timing */
 	int64		buffer_executions;	/* with buffer counts */
 	int32		sample_every;	/* largest rate of the timed executions */
@@ -149,6 +151,7 @@ typedef struct TsTrackFileHeader
 int			ts_track_sample_every = 64;
 static int	ts_track_level = TS_TRACK_NONE;
 static int	ts_track_max = 1000;
+static int	ts_track_every = 1;
 static bool ts_track_buffers = false;
 static bool ts_track_save = true;
 
@@ -454,16 +457,31 @@ ts_track_enabled(void)
 		(ts_track_level == TS_TRACK_TOP && ts_nesting_level == 0);
 }
 
+/*
+ * Tracked executions timing_source.track_every left uninstrumented: they
+ * are counted at ExecutorEnd, their nodes are not.
+ */
+static TsQueryList ts_track_skipped;
+
 static void
 ts_track_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
+	bool		track = queryDesc->instrument_options == 0 &&
+		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+		ts_track_enabled();
+	bool		skipped = false;
+
 	/*
 	 * Only a statement nothing instruments yet: anyone who set options
 	 * (EXPLAIN ANALYZE, auto_explain before us in the chain) keeps them.
+	 * With track_every > 1, a random 1 in track_every of them is
+	 * instrumented (random, so that no pattern in the workload lines up
+	 * with the choice) and the others run as they would untracked.
 	 */
-	if (queryDesc->instrument_options == 0 &&
-		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
-		ts_track_enabled())
+	if (track && ts_track_every > 1 &&
+		pg_prng_uint64_range(&pg_global_prng_state, 1, ts_track_every) != 1)
+		skipped = true;
+	else if (track)
 	{
 		int			options = INSTRUMENT_ROWS | TS_INSTRUMENT_TRACKED;
 
@@ -483,6 +501,11 @@ ts_track_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		prev_ExecutorStart(queryDesc, eflags);
 	else
 		standard_ExecutorStart(queryDesc, eflags);
+
+	/* another module may have instrumented it after all */
+	if (skipped && queryDesc->instrument_options == 0 &&
+		queryDesc->estate != NULL)
+		(void) ts_query_add(&ts_track_skipped, queryDesc, sizeof(TsQueryEntry));
 }
 
 static void
@@ -526,6 +549,7 @@ typedef struct TsTrackRun
 {
 	int			nnodes;			/* kept */
 	int			plan_nodes;		/* visited */
+	bool		counted;		/* the nodes were instrumented */
 	bool		timed;
 	bool		buffers;
 	TsTrackNode nodes[TS_TRACK_NODES];
@@ -614,6 +638,7 @@ ts_track_store(QueryDesc *queryDesc)
 	run->nnodes = 0;
 	run->plan_nodes = 0;
 	ts_plan_nodes_walk(queryDesc->planstate, ts_track_visit, run);
+	run->counted = queryDesc->planstate->instrument != NULL;
 	run->timed = (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0;
 	run->buffers = (queryDesc->instrument_options & INSTRUMENT_BUFFERS) != 0;
 	if (run->timed)
@@ -680,6 +705,8 @@ ts_track_store(QueryDesc *queryDesc)
 	SpinLockAcquire(&e->mutex);
 	e->executions++;
 	e->usage += 1.0;
+	if (run->counted)
+		e->counted_executions++;
 	if (run->timed)
 	{
 		e->timed_executions++;
@@ -689,7 +716,7 @@ ts_track_store(QueryDesc *queryDesc)
 	if (run->buffers)
 		e->buffer_executions++;
 	/* the same plan id has the same nodes; should it not, add what fits */
-	for (int i = 0; i < Min(e->nnodes, run->nnodes); i++)
+	for (int i = 0; i < (run->counted ? Min(e->nnodes, run->nnodes) : 0); i++)
 	{
 		TsTrackNode *d = &e->nodes[i];
 		TsTrackNode *s = &run->nodes[i];
@@ -720,11 +747,20 @@ ts_track_ExecutorEnd(QueryDesc *queryDesc)
 	 * A parallel worker's figures reach the leader's nodes when its
 	 * workers finish (ExecShutdownNode, before this).
 	 */
-	if (ts_track != NULL && !IsParallelWorker() &&
-		queryDesc->planstate != NULL &&
-		queryDesc->planstate->instrument != NULL &&
-		((queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) != 0 ||
-		 ts_track_enabled()))
+	TsQueryEntry *skipped = ts_query_find(&ts_track_skipped, queryDesc);
+
+	if (skipped != NULL)
+	{
+		/* counted as an execution only (timing_source.track_every) */
+		ts_query_remove(skipped);
+		if (ts_track != NULL && queryDesc->planstate != NULL)
+			ts_track_store(queryDesc);
+	}
+	else if (ts_track != NULL && !IsParallelWorker() &&
+			 queryDesc->planstate != NULL &&
+			 queryDesc->planstate->instrument != NULL &&
+			 ((queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) != 0 ||
+			  ts_track_enabled()))
 		ts_track_store(queryDesc);
 
 	if (prev_ExecutorEnd)
@@ -794,6 +830,17 @@ ts_track_init(void)
 								PGC_POSTMASTER,
 								0,
 								NULL, NULL, NULL);
+
+	DefineCustomIntVariable("timing_source.track_every",
+							"Counts the plan nodes of 1 in this many tracked executions, chosen at random.",
+							"1 (the default) counts every execution's nodes exactly.  Larger, the others "
+							"run uninstrumented and count only as executions: executions stay exact, "
+							"the nodes' figures cover the counted_executions.",
+							&ts_track_every,
+							1, 1, 1000000000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
 
 	DefineCustomBoolVariable("timing_source.track_buffers",
 							 "Counts shared buffer hits and reads per node of tracked statements.",
@@ -881,7 +928,7 @@ ts_track_clock_name(int clocks)
 	return NULL;
 }
 
-#define TS_PLAN_NODES_COLS	21
+#define TS_PLAN_NODES_COLS	22
 
 Datum
 timing_source_plan_nodes(PG_FUNCTION_ARGS)
@@ -948,6 +995,7 @@ timing_source_plan_nodes(PG_FUNCTION_ARGS)
 			nulls[c++] = !bufs;
 			values[c++] = Int64GetDatum(copy->timed_executions);
 			values[c++] = Int32GetDatum(copy->plan_nodes);
+			values[c++] = Int64GetDatum(copy->counted_executions);
 			Assert(c == TS_PLAN_NODES_COLS);
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 								 values, nulls);
@@ -1063,6 +1111,7 @@ timing_source_plan(PG_FUNCTION_ARGS)
 			continue;
 		}
 		sum->executions += copy->executions;
+		sum->counted_executions += copy->counted_executions;
 		sum->timed_executions += copy->timed_executions;
 		for (int i = 0; i < Min(sum->nnodes, copy->nnodes); i++)
 		{
@@ -1096,8 +1145,10 @@ timing_source_plan(PG_FUNCTION_ARGS)
 
 		values[0] = Int32GetDatum(i + 1);
 		values[1] = CStringGetTextDatum(label.data);
-		values[2] = Float8GetDatum(sum->executions > 0 ?
-								   n->rows / (double) sum->executions : 0.0);
+		if (sum->counted_executions > 0)
+			values[2] = Float8GetDatum(n->rows / (double) sum->counted_executions);
+		else
+			nulls[2] = true;
 		if (sum->timed_executions > 0 && top_ns > 0)
 		{
 			double		share = Min(n->total_ns / top_ns, 1.0);

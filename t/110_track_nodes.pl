@@ -180,7 +180,7 @@ SKIP:
 	$node->safe_psql('postgres', 'SELECT count(*) FROM t WHERE k = 7') for 1 .. 2;
 	$out = $node->safe_psql('postgres', q{
 SELECT s.query, n.node_id, n.node_type, n.relation,
-       n.executions, n.rows / n.executions AS rows_per_execution,
+       n.executions, n.rows / nullif(n.counted_executions, 0) AS rows_per_execution,
        round(n.total_time_ms::numeric, 3) AS total_ms
   FROM timing_source_plan_nodes n
   JOIN pg_stat_statements s

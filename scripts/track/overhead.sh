@@ -17,6 +17,10 @@
 # sweep of track_sample_every over TRACK_SWEEP runs the bench queries too,
 # and the smallest rate that keeps every query within the target is named.
 #
+# TRACK_EVERY=N (--track-every N): the tracked runs count the nodes of 1 in
+# N executions (timing_source.track_every), the opt-in alternative to
+# instrumenting every tracked execution.
+#
 # TRACK_PROXY=1 (--track-proxy): auto_explain (log_analyze, and
 # log_timing except under the system clock, a log_min_duration no query
 # reaches) with timing_source.sample_every stands in for tracking: the
@@ -51,6 +55,7 @@ track_settings() {
 	else
 		echo "timing_source.track_nodes=top"
 		echo "timing_source.track_sample_every=$every"
+		echo "timing_source.track_every=${TRACK_EVERY:-1}"
 	fi
 }
 
@@ -84,6 +89,8 @@ track_section() {
 			return 1
 		fi
 		track_default=$(psql_db -At -c 'SHOW timing_source.track_sample_every')
+		[ "${TRACK_EVERY:-1}" != 1 ] &&
+			what="timing_source.track_nodes = top, nodes of 1 in ${TRACK_EVERY} executions (track_every), against none"
 	fi
 
 	# the clocks: 19's own, or the TSC (if usable) and the system clock

@@ -185,6 +185,53 @@ RESET ROLE;
 SELECT count(DISTINCT userid) AS users_seen_by_superuser
   FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
 
+-- timing_source.track_every: the nodes of a random 1 in N executions are
+-- counted, every execution is.  At 1 in 2 over 200 executions, fewer than
+-- 60 or more than 140 counted is a 1 in 10^8 chance.  Each node's figures
+-- are exactly those of the counted executions: rows per execution as one
+-- execution has them, one loop each.
+-- (a loop in a DO block, its statements tracked as nested ones)
+SET timing_source.track_nodes = 'all';
+SELECT timing_source_plan_nodes_reset();
+SET timing_source.track_every = 2;
+DO $$
+BEGIN
+	FOR i IN 1..200 LOOP
+		EXECUTE 'SELECT count(*) FROM ts_track_t WHERE k = 3';
+	END LOOP;
+END
+$$;
+SELECT executions, counted_executions BETWEEN 60 AND 140 AS about_half,
+       bool_and(loops = counted_executions) AS loops_of_counted,
+       bool_and(calls = rows + loops) AS calls_counted
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t'
+ GROUP BY executions, counted_executions;
+SELECT planid AS every_planid FROM timing_source_plan_nodes
+ WHERE relation = 'public.ts_track_t' \gset
+SELECT node_id, label, rows_per_execution FROM timing_source_plan(:every_planid);
+-- at 1 in 10^9, 20 executions: none counted (a 1 in 5 * 10^7 chance
+-- otherwise), so no rows per execution; an explained one is counted
+-- whatever the setting, exactly timed as EXPLAIN times it
+SET timing_source.track_every = 1000000000;
+SELECT timing_source_plan_nodes_reset();
+DO $$
+BEGIN
+	FOR i IN 1..20 LOOP
+		EXECUTE 'SELECT count(*) FROM ts_track_t WHERE k = 3';
+	END LOOP;
+END
+$$;
+SELECT executions, counted_executions, bool_and(rows = 0 AND loops = 0) AS nothing_counted
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t'
+ GROUP BY executions, counted_executions;
+SELECT count(*) AS rows_per_execution_unknown
+  FROM timing_source_plan(:every_planid) WHERE rows_per_execution IS NULL;
+DO $$ BEGIN EXECUTE 'EXPLAIN (ANALYZE) SELECT count(*) FROM ts_track_t WHERE k = 3'; END $$;
+SELECT executions, counted_executions
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t' AND node_id = 2;
+SELECT ts_error_of('SET timing_source.track_every = 0');
+RESET timing_source.track_every;
+
 RESET timing_source.track_nodes;
 SELECT timing_source_plan_nodes_reset();
 REVOKE ALL ON ts_track_t FROM regress_ts_track_user, regress_ts_track_stats;
