@@ -634,6 +634,33 @@ ts_track_store(QueryDesc *queryDesc)
 	bool		created = false;
 	bool		partial;
 
+	memset(&key, 0, sizeof(key));
+	key.userid = GetUserId();
+	key.dbid = MyDatabaseId;
+	key.queryid = queryDesc->plannedstmt->queryId;
+	key.planid = ts_plan_id_of(queryDesc);
+
+	/*
+	 * An execution whose nodes were not counted (track_every) only adds
+	 * to executions: where its entry exists, that is all it does, without
+	 * walking the plan.
+	 */
+	if (queryDesc->planstate->instrument == NULL)
+	{
+		LWLockAcquire(ts_track->lock, LW_SHARED);
+		e = hash_search(ts_track_hash, &key, HASH_FIND, NULL);
+		if (e != NULL)
+		{
+			SpinLockAcquire(&e->mutex);
+			e->executions++;
+			e->usage += 1.0;
+			SpinLockRelease(&e->mutex);
+		}
+		LWLockRelease(ts_track->lock);
+		if (e != NULL)
+			return;
+	}
+
 	run = &ts_run;
 	run->nnodes = 0;
 	run->plan_nodes = 0;
@@ -657,12 +684,6 @@ ts_track_store(QueryDesc *queryDesc)
 			sample_every = 1;
 		}
 	}
-
-	memset(&key, 0, sizeof(key));
-	key.userid = GetUserId();
-	key.dbid = MyDatabaseId;
-	key.queryid = queryDesc->plannedstmt->queryId;
-	key.planid = ts_plan_id_of(queryDesc);
 
 	LWLockAcquire(ts_track->lock, LW_SHARED);
 	e = hash_search(ts_track_hash, &key, HASH_FIND, NULL);
