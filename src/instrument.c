@@ -1397,10 +1397,10 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	 * A statement instrumented for tracking, in its leader and workers,
 	 * is sampled at the tracking's rate; its buffer counts stay exact.
 	 */
-	bc.sample_every = (queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) ?
+	bc.sample_every = ts_tracked_statement(queryDesc) ?
 		ts_track_sample_every : ts_sample_every;
 	bc.sample_usage = ts_sample_buffers && bc.sample_every > 1 &&
-		(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0;
+		!ts_tracked_statement(queryDesc);
 	bc.nsampled_usage = 0;
 	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
@@ -1505,7 +1505,7 @@ ts_ExecutorFinish(QueryDesc *queryDesc)
 		ts_plan_estimate(plan, plan->subtract);
 		/* what timing_source_compare() reads is an explained query's */
 		if (queryDesc->planstate->instrument != NULL &&
-			(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0)
+			!ts_tracked_statement(queryDesc))
 			ts_last_top_ns = ts_node_overhead_ns(queryDesc->planstate);
 	}
 }
@@ -1518,7 +1518,7 @@ ts_ExecutorEnd(QueryDesc *queryDesc)
 	ts_clock_query_end(queryDesc);
 
 	if (top != NULL && top->instrument != NULL && !top->instrument->running &&
-		(queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) == 0 &&
+		!ts_tracked_statement(queryDesc) &&
 		ts_node_sample_estimate(top, &ts_top_estimate))
 		ts_top_estimate_valid = true;
 

@@ -780,7 +780,7 @@ ts_track_ExecutorEnd(QueryDesc *queryDesc)
 	else if (ts_track != NULL && !IsParallelWorker() &&
 			 queryDesc->planstate != NULL &&
 			 queryDesc->planstate->instrument != NULL &&
-			 ((queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) != 0 ||
+			 (ts_tracked_statement(queryDesc) ||
 			  ts_track_enabled()))
 		ts_track_store(queryDesc);
 

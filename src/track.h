@@ -9,6 +9,8 @@
 #ifndef TS_TRACK_H
 #define TS_TRACK_H
 
+#include "executor/execdesc.h"
+
 /*
  * A bit of QueryDesc.instrument_options (and so of EState.es_instrument,
  * which core passes to parallel workers) set only on statements whose
@@ -19,6 +21,13 @@
  * statement EXPLAIN ANALYZE or auto_explain instrumented never has it.
  */
 #define TS_INSTRUMENT_TRACKED	(1 << 30)
+
+/* whether tracking, not EXPLAIN or auto_explain, instrumented queryDesc */
+static inline bool
+ts_tracked_statement(const QueryDesc *queryDesc)
+{
+	return (queryDesc->instrument_options & TS_INSTRUMENT_TRACKED) != 0;
+}
 
 /* timing_source.track_sample_every */
 extern int	ts_track_sample_every;
