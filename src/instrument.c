@@ -108,6 +108,17 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * whatever the distribution of call durations); unsampled calls read no
  * clock.
  *
+ * A sampled call's two reads are fenced: each waits for the instructions
+ * before it and holds back those after it.  Unfenced, as exact timing
+ * reads (and core does), a read can run ahead of work still pending from
+ * before it or before the call's own last loads complete; over every call
+ * of a node that skew cancels out between neighbours, but a sampled call
+ * is not like the others: it follows a mispredicted branch and the drawing
+ * of the next gap, and without fences such calls measured up to a fifth
+ * shorter than the calls around them (docs/internals.md), an estimate
+ * biased low by as much.  The fences cost a few dozen cycles on 1 in N
+ * calls.
+ *
  * The estimator's variance is that of its rare slow calls times N: a
  * sampled call that was preempted (common with more busy processes than
  * CPUs, parallel workers included) counts its preemption N times.  So
@@ -128,6 +139,15 @@ typedef struct TsInstrumentation
 	int64		gap_sum;		/* sum of all gaps drawn: minus countdown,
 								 * the number of calls that could be sampled */
 	double		capped_ns;		/* what the caps took off the estimate */
+
+	/*
+	 * The check of sampled estimates (timing_source_explain_nodes_check):
+	 * every call is timed as well, its ticks summed here, so that the
+	 * estimate can be set against the same run's exact total
+	 */
+	bool		checked;
+	TimingClockSource check_clock;
+	int64		check_ticks;
 
 	/*
 	 * Exact timing: calls that returned no tuple (once per completed loop,
@@ -209,13 +229,22 @@ ts_sampled_call(TsInstrumentation *ti, TimingClockSource clock, int64 ticks)
 	ti->gap_sum += ti->countdown;
 }
 
-/* How a wrapper times: not at all (rows only), every call, or sampled */
+/*
+ * How a wrapper times: not at all (rows only), every call, sampled, or
+ * sampled with every call timed as well (the check of the estimates: what
+ * sampling adds up is exactly what it does unchecked, so the two totals
+ * differ by the sampling alone)
+ */
 typedef enum TsTiming
 {
 	TS_TIME_NONE,
 	TS_TIME_EXACT,
-	TS_TIME_SAMPLED
+	TS_TIME_SAMPLED,
+	TS_TIME_CHECK
 } TsTiming;
+
+/* set around a checked run (ts_instrument_set_sample_check) */
+static bool ts_sample_check = false;
 
 /*
  * Buffer usage: core copies the whole BufferUsage struct on entry and adds
@@ -384,7 +413,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (timing == TS_TIME_EXACT)
 		timed = true;
-	else if (timing == TS_TIME_SAMPLED)
+	else if (timing == TS_TIME_SAMPLED || timing == TS_TIME_CHECK)
 	{
 		TsInstrumentation *ti = (TsInstrumentation *) instr;
 
@@ -418,10 +447,23 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 			ti->walusage_start = pgWalUsage;
 	}
 
-	if (timed)
+	/*
+	 * A sampled call's reads are fenced (see TsInstrumentation); a checked
+	 * node reads, fenced, on every call, timed or not, so that the calls
+	 * it adds up are measured as the sampled ones are.
+	 */
+	if (timing == TS_TIME_CHECK || (timing == TS_TIME_SAMPLED && timed))
+	{
+		ts_clock_fence();
+		start = ts_clock_read(clock);
+		ts_clock_fence();
+	}
+	else if (timed)
 		start = ts_clock_read(clock);
 	result = node->ExecProcNodeReal(node);
-	if (timed)
+	if (timing == TS_TIME_CHECK || (timing == TS_TIME_SAMPLED && timed))
+		ts_clock_fence();
+	if (timed || timing == TS_TIME_CHECK)
 	{
 		int64		end = ts_clock_read(clock);
 		int64		ticks = end - start;
@@ -432,9 +474,11 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		 * negative difference cannot really happen; should it, count
 		 * nothing rather than an absurd interval.
 		 */
-		if (likely(ticks > 0))
+		if (timing == TS_TIME_CHECK && likely(ticks > 0))
+			((TsInstrumentation *) instr)->check_ticks += ticks;
+		if (timed && likely(ticks > 0))
 			ts_clock_accum(clock, &instr->counter, ticks, weight);
-		if (timing == TS_TIME_SAMPLED)
+		if (timed && (timing == TS_TIME_SAMPLED || timing == TS_TIME_CHECK))
 		{
 			TsInstrumentation *ti = (TsInstrumentation *) instr;
 
@@ -574,6 +618,8 @@ typedef struct TsWrapperSet
 	ExecProcNodeMtd sampled_wide;
 	ExecProcNodeMtd first_sampled_usage;	/* and sample_buffers */
 	ExecProcNodeMtd sampled_usage;
+	ExecProcNodeMtd first_check;	/* sampled, checked */
+	ExecProcNodeMtd check;
 } TsWrapperSet;
 
 #define TS_WRAPPER(name, timing, clock, usage) \
@@ -587,6 +633,11 @@ name(PlanState *node) \
 #define TS_WRAPPER_TARGET_TS_USAGE_WIDE TS_WIDE_TARGET
 #define TS_WRAPPER_TARGET_TS_USAGE_SAMPLED
 
+/*
+ * The checked variant keeps usage and async mode as the full one does, for
+ * every node: it is for measuring the estimates, not for speed.
+ */
+
 #define TS_WRAPPER_SET(set, clock) \
 TS_WRAPPER(set##_timer, TS_TIME_EXACT, clock, TS_USAGE_NONE) \
 TS_WRAPPER(set##_full, TS_TIME_EXACT, clock, TS_USAGE_FULL) \
@@ -595,6 +646,7 @@ TS_WRAPPER(set##_sampled, TS_TIME_SAMPLED, clock, TS_USAGE_NONE) \
 TS_WRAPPER(set##_sampled_full, TS_TIME_SAMPLED, clock, TS_USAGE_FULL) \
 TS_WIDE_WRAPPER(set##_sampled_wide, TS_TIME_SAMPLED, clock) \
 TS_WRAPPER(set##_sampled_usage, TS_TIME_SAMPLED, clock, TS_USAGE_SAMPLED) \
+TS_WRAPPER(set##_check, TS_TIME_CHECK, clock, TS_USAGE_FULL) \
 static TupleTableSlot * \
 set##_first(PlanState *node) \
 { \
@@ -613,11 +665,19 @@ set##_first_sampled_usage(PlanState *node) \
 	node->ExecProcNode = set##_sampled_usage; \
 	return node->ExecProcNode(node); \
 } \
+static TupleTableSlot * \
+set##_first_check(PlanState *node) \
+{ \
+	check_stack_depth(); \
+	node->ExecProcNode = set##_check; \
+	return node->ExecProcNode(node); \
+} \
 static const TsWrapperSet set = { \
 	clock, set##_first, set##_timer, set##_full, TS_WIDE(set##_wide), \
 	set##_first_sampled, set##_sampled, set##_sampled_full, \
 	TS_WIDE(set##_sampled_wide), \
-	set##_first_sampled_usage, set##_sampled_usage \
+	set##_first_sampled_usage, set##_sampled_usage, \
+	set##_first_check, set##_check \
 };
 
 /* one set per clock the wrappers can read in this build (instrument.h) */
@@ -671,7 +731,9 @@ ts_is_sampled(PlanState *node, const TsWrapperSet *set)
 		node->ExecProcNode == set->sampled_full ||
 		(set->sampled_wide != NULL && node->ExecProcNode == set->sampled_wide) ||
 		node->ExecProcNode == set->first_sampled_usage ||
-		node->ExecProcNode == set->sampled_usage;
+		node->ExecProcNode == set->sampled_usage ||
+		node->ExecProcNode == set->first_check ||
+		node->ExecProcNode == set->check;
 }
 
 uint64
@@ -735,6 +797,8 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	est->total_ns = ts_instr_total_ns(node->instrument);
 	est->capped_ns = ti->capped_ns;
 	est->margin_ns = 1.96 * sqrt(var) + ti->capped_ns;
+	est->check_ns = ti->checked ?
+		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
 
 	if (ts_instr_workers_ran(node))
 		est->why = TS_ESTIMATE_WORKERS;
@@ -875,7 +939,14 @@ ts_bind_node(PlanState *node, void *context)
 				ti->sumsq_ns = 0.0;
 				ti->gap_sum = ti->countdown;
 				ti->capped_ns = 0.0;
-				if (bc->sample_usage && ts_usage_samplable(node))
+				if (ts_sample_check)
+				{
+					ti->checked = true;
+					ti->check_clock = bc->set->clock;
+					ti->check_ticks = 0;
+					node->ExecProcNode = bc->set->first_check;
+				}
+				else if (bc->sample_usage && ts_usage_samplable(node))
 				{
 					ti->usage_sampled = true;
 					bc->nsampled_usage++;
@@ -893,7 +964,9 @@ ts_bind_node(PlanState *node, void *context)
 			if (TS_CLOCK_TRACKS_NODES)
 				bc->timed = lappend(bc->timed, node);
 		}
-		if (node->ExecProcNode != bc->set->first_sampled_usage)
+		if (node->ExecProcNode == bc->set->first_check)
+			bc->nusage[TS_USAGE_FULL]++;
+		else if (node->ExecProcNode != bc->set->first_sampled_usage)
 			bc->nusage[ts_node_usage(node->instrument)]++;
 	}
 	else if (node->instrument != NULL && ts_multi_exec_node(node) &&
@@ -1470,6 +1543,12 @@ static TsSampleEstimate ts_top_estimate;
 static bool ts_top_estimate_valid = false;
 
 void
+ts_instrument_set_sample_check(bool on)
+{
+	ts_sample_check = on;
+}
+
+void
 ts_forget_top_estimate(void)
 {
 	ts_top_estimate_valid = false;
@@ -1624,6 +1703,11 @@ bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	return false;
+}
+
+void
+ts_instrument_set_sample_check(bool on)
+{
 }
 
 void

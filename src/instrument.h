@@ -31,6 +31,20 @@
 #include "executor/instrument.h"
 #include "nodes/execnodes.h"
 #include "nodes/pg_list.h"
+
+/*
+ * Keeps a counter read in its place: the instructions before it complete
+ * first, and those after it wait for it (x86-64: LFENCE; arm64: ISB).
+ * Around the rare calls sampled timing times (instrument.c says why); a
+ * no-op in a build without the counter.
+ */
+static pg_attribute_always_inline void
+ts_clock_fence(void)
+{
+#if defined(TSCLOCK_X86) || defined(TSCLOCK_ARM64)
+	tsclock_order_after();
+#endif
+}
 #endif
 
 /*
@@ -316,6 +330,8 @@ typedef struct TsSampleEstimate
 	double		margin_ns;		/* 95% half-width */
 	double		capped_ns;		/* what the per-loop cap took off (included
 								 * in margin_ns) */
+	double		check_ns;		/* checked runs: the exact total of the
+								 * leader's calls; else < 0 */
 	bool		reliable;
 	TsEstimateWhy why;
 } TsSampleEstimate;
@@ -329,6 +345,14 @@ typedef struct TsSampleEstimate
 
 /* false (est untouched) unless the node was bound to sampled timing */
 extern bool ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est);
+
+/*
+ * While on, nodes bound to sampled timing also time every call, so that
+ * each estimate comes with the same run's exact total (check_ns): for
+ * timing_source_explain_nodes_check(), which turns it on for one run and
+ * off however the run ends.  A no-op where nothing samples.
+ */
+extern void ts_instrument_set_sample_check(bool on);
 
 /*
  * The top node's estimate of the last query whose top node was sampled,

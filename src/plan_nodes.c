@@ -41,6 +41,7 @@
 #include "plan_nodes.h"
 
 PG_FUNCTION_INFO_V1(timing_source_explain_nodes);
+PG_FUNCTION_INFO_V1(timing_source_explain_nodes_check);
 
 /* ----------------------------------------------------------------
  * The walker
@@ -231,12 +232,14 @@ ts_plan_node_relation(PlanState *planstate)
  */
 
 #define TS_EXPLAIN_NODES_COLS 15
+/* the check's extra column: exact_ms */
+#define TS_EXPLAIN_CHECK_COLS (TS_EXPLAIN_NODES_COLS + 1)
 
 /* one result row, kept outside the subtransaction until it ends */
 typedef struct TsNodeRow
 {
-	Datum		values[TS_EXPLAIN_NODES_COLS];
-	bool		nulls[TS_EXPLAIN_NODES_COLS];
+	Datum		values[TS_EXPLAIN_CHECK_COLS];
+	bool		nulls[TS_EXPLAIN_CHECK_COLS];
 } TsNodeRow;
 
 typedef struct TsNodeRows
@@ -264,7 +267,7 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 
 	oldcxt = MemoryContextSwitchTo(nr->cxt);
 	row = palloc0(sizeof(TsNodeRow));
-	for (int i = 0; i < TS_EXPLAIN_NODES_COLS; i++)
+	for (int i = 0; i < TS_EXPLAIN_CHECK_COLS; i++)
 		row->nulls[i] = true;
 
 	row->values[0] = Int32GetDatum(ref->node_id);
@@ -313,6 +316,14 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 													 TS_MS_SCALE);
 					row->nulls[11] = false;
 				}
+			}
+			/* a checked run: the same calls' exact total, the leader's */
+			if (nloops > 0 && est.check_ns >= 0 && est.why != TS_ESTIMATE_WORKERS &&
+				desc->natts == TS_EXPLAIN_CHECK_COLS)
+			{
+				row->values[15] = ts_fixed_datum(desc, 15, est.check_ns / 1e6,
+												 TS_MS_SCALE);
+				row->nulls[15] = false;
 			}
 		}
 	}
@@ -419,8 +430,32 @@ ts_run_in_subxact(RawStmt *stmt, const char *query, TsNodeRows *nr)
 	return ts_in_rolled_back_subxact(ts_node_run, &run, false);
 }
 
-Datum
-timing_source_explain_nodes(PG_FUNCTION_ARGS)
+/* ts_run_in_subxact() with every sampled call checked, however it ends */
+static double
+ts_run_checked(RawStmt *stmt, const char *query, TsNodeRows *nr)
+{
+	volatile double exec_ms = 0;
+
+	ts_instrument_set_sample_check(true);
+	PG_TRY();
+	{
+		exec_ms = ts_run_in_subxact(stmt, query, nr);
+	}
+	PG_FINALLY();
+	{
+		ts_instrument_set_sample_check(false);
+	}
+	PG_END_TRY();
+	return exec_ms;
+}
+
+/*
+ * Both functions: "check" times every call of the sampled nodes as well
+ * (ts_instrument_set_sample_check) and returns the exact totals in one
+ * more column.
+ */
+static Datum
+ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 {
 	char	   *query;
 	RawStmt    *stmt;
@@ -441,6 +476,11 @@ timing_source_explain_nodes(PG_FUNCTION_ARGS)
 	{
 		int32		n = PG_GETARG_INT32(1);
 
+		if (check && n < 2)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("sample_every must be between 2 and 1000000, not %d", n),
+					 errdetail("Only sampled estimates can be checked.")));
 		if (n < 1 || n > 1000000)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -456,17 +496,30 @@ timing_source_explain_nodes(PG_FUNCTION_ARGS)
 								 PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
 	}
+	else if (check)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("sample_every must not be null")));
 
 	stmt = ts_check_query(query, TS_CHECK_PLAN_NODES);
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	if (rsinfo->setDesc->natts != (check ? TS_EXPLAIN_CHECK_COLS : TS_EXPLAIN_NODES_COLS))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("function returning plan nodes is declared with %d columns, not %d",
+						rsinfo->setDesc->natts,
+						check ? TS_EXPLAIN_CHECK_COLS : TS_EXPLAIN_NODES_COLS)));
 
 	nr.cxt = CurrentMemoryContext;
 	nr.desc = rsinfo->setDesc;
 	nr.rows = NIL;
 
-	exec_ms = ts_run_in_subxact(stmt, query, &nr);
+	if (check)
+		exec_ms = ts_run_checked(stmt, query, &nr);
+	else
+		exec_ms = ts_run_in_subxact(stmt, query, &nr);
 
 	if (nestlevel >= 0)
 		AtEOXact_GUC(true, nestlevel);
@@ -482,4 +535,22 @@ timing_source_explain_nodes(PG_FUNCTION_ARGS)
 	}
 
 	return (Datum) 0;
+}
+
+Datum
+timing_source_explain_nodes(PG_FUNCTION_ARGS)
+{
+	return ts_explain_nodes(fcinfo, false);
+}
+
+/*
+ * timing_source_explain_nodes_check(query, sample_every): for benchmarks
+ * and tests, not part of the extension's SQL (whoever uses it declares it,
+ * with exact_ms numeric after the fifteen columns above): the sampled
+ * estimates of one run with that run's exact totals.
+ */
+Datum
+timing_source_explain_nodes_check(PG_FUNCTION_ARGS)
+{
+	return ts_explain_nodes(fcinfo, true);
 }
