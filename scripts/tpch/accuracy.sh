@@ -11,6 +11,7 @@
 #   plain     the query           untimed   EXPLAIN (ANALYZE, TIMING OFF)
 #   exact     every call timed    exactsub  the same, subtract_overhead on
 #   sampled   1 in TPCH_SAMPLE    ref       1 in TPCH_REF (128), TPCH_REFS (3) a round
+#   checked   sampled, with the same run's exact totals (the estimator's check)
 # each a call of pg_temp.tpch_measure (runner.sql); then report.sql.
 TPCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -62,7 +63,7 @@ tpch_queries() {
 tpch_run() {
 	local rounds=$1 subtract=$2 clock_sql=$3
 	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-128} refs=${TPCH_REFS:-3} ref_se_max=${TPCH_REF_SE_MAX:-2}
-	local -a modes=(plain untimed exact sampled)
+	local -a modes=(plain untimed exact sampled checked)
 	local id title q script r k n m log start
 	[ "$subtract" = 1 ] && modes+=(exactsub)
 	for ((k = 0; k < refs; k++)); do modes+=(ref); done

@@ -30,8 +30,26 @@ CREATE TABLE IF NOT EXISTS tpch_run.obs (
 	margin_ms float8,
 	sampled_calls bigint,
 	reliable boolean,
-	every int
+	every int,
+	check_ms float8
 );
+ALTER TABLE tpch_run.obs ADD COLUMN IF NOT EXISTS check_ms float8;
+
+-- The check of the sampled estimates: the library's
+-- timing_source_explain_nodes_check(), which is no part of the extension's
+-- SQL (docs/internals.md): timing_source_explain_nodes()'s columns and the
+-- same run's exact totals of the sampled nodes.
+CREATE OR REPLACE FUNCTION tpch_run.explain_nodes_check(
+	query text, sample_every int,
+	OUT node_id int, OUT parent_id int, OUT depth int, OUT node_type text,
+	OUT relation text, OUT loops numeric, OUT rows numeric,
+	OUT startup_ms numeric, OUT total_ms numeric, OUT sample_every int,
+	OUT sampled_calls bigint, OUT margin_ms numeric,
+	OUT estimate_reliable boolean, OUT overhead_ms numeric,
+	OUT execution_ms numeric, OUT exact_ms numeric)
+	RETURNS SETOF record
+	AS '$libdir/timing_source', 'timing_source_explain_nodes_check'
+	LANGUAGE C VOLATILE;
 
 -- Modes:
 --   plain     the query itself, EXECUTE in PL/pgSQL (its few result rows
@@ -43,6 +61,9 @@ CREATE TABLE IF NOT EXISTS tpch_run.obs (
 --   sampled   1 in :sample calls timed
 --   ref       1 in :ref calls timed: the reference of inner nodes is the
 --             mean of many such runs
+--   checked   1 in :sample calls timed, and every call of the sampled
+--             nodes timed as well (check_ms): the estimate against the
+--             same run's exact total, which no run-to-run noise separates
 -- wall_ms is the server-side time of the whole statement, planning
 -- included, the same way for every mode, for the overheads against plain.
 CREATE FUNCTION pg_temp.tpch_measure(qid int, query text, mode text, run int)
@@ -71,7 +92,8 @@ BEGIN
 
 	every := CASE mode WHEN 'exact' THEN 1 WHEN 'exactsub' THEN 1
 			 WHEN 'sampled' THEN current_setting('tpch.sample')::int
-			 WHEN 'ref' THEN current_setting('tpch.ref')::int END;
+			 WHEN 'ref' THEN current_setting('tpch.ref')::int
+			 WHEN 'checked' THEN current_setting('tpch.sample')::int END;
 	IF every IS NULL THEN
 		RAISE EXCEPTION 'unknown mode "%"', mode;
 	END IF;
@@ -87,15 +109,24 @@ BEGIN
 
 	CREATE TEMP TABLE IF NOT EXISTS tpch_cur AS
 		SELECT * FROM timing_source_explain_nodes('SELECT 1', 1) LIMIT 0;
+	CREATE TEMP TABLE IF NOT EXISTS tpch_check AS
+		SELECT * FROM tpch_run.explain_nodes_check('SELECT 1', 2) LIMIT 0;
 	TRUNCATE tpch_cur;
+	TRUNCATE tpch_check;
 	t0 := clock_timestamp();
-	INSERT INTO tpch_cur SELECT * FROM timing_source_explain_nodes(query, every);
+	IF mode = 'checked' THEN
+		INSERT INTO tpch_check SELECT * FROM tpch_run.explain_nodes_check(query, every);
+	ELSE
+		INSERT INTO tpch_cur SELECT * FROM timing_source_explain_nodes(query, every);
+	END IF;
 	wall := extract(epoch FROM clock_timestamp() - t0) * 1000;
 	INSERT INTO tpch_run.obs (q, mode, run, wall_ms, exec_ms, node_id, parent_id, node_type,
-							  relation, loops, total_ms, margin_ms, sampled_calls, reliable, every)
+							  relation, loops, total_ms, margin_ms, sampled_calls, reliable, every,
+							  check_ms)
 	SELECT qid, mode, run, wall, c.execution_ms, c.node_id, c.parent_id, c.node_type,
 		   c.relation, c.loops, c.total_ms, c.margin_ms, c.sampled_calls, c.estimate_reliable,
-		   c.sample_every
-	  FROM tpch_cur c;
+		   c.sample_every, c.exact_ms
+	  FROM (SELECT *, NULL::numeric AS exact_ms FROM tpch_cur
+			UNION ALL SELECT * FROM tpch_check) c;
 END
 $fn$;
