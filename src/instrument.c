@@ -114,17 +114,22 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * before it or before the call's own last loads complete; over every call
  * of a node that skew cancels out between neighbours, but a sampled call
  * is not like the others: it follows a mispredicted branch and the drawing
- * of the next gap, and without fences such calls measured up to a fifth
- * shorter than the calls around them (docs/internals.md), an estimate
- * biased low by as much.  The fences cost a few dozen cycles on 1 in N
+ * of the next gap, and without fences such calls measured about half as
+ * long as the calls around them (docs/internals.md), an estimate biased
+ * low by as much.  The fences cost a few dozen cycles on 1 in N
  * calls.
  *
  * The estimator's variance is that of its rare slow calls times N: a
  * sampled call that was preempted (common with more busy processes than
  * CPUs, parallel workers included) counts its preemption N times.  So
- * after each sampled call the loop's estimate is capped at the wall time
- * since the loop's first call began, which no node can exceed: an estimate
- * may still be high, but never longer than the node has been running.
+ * after each sampled call the node's estimate, all its loops so far, is
+ * capped at the wall time since its first call began, which no node can
+ * exceed: an estimate may still be high, but never longer than the node
+ * has been running.  Not each loop at its own wall time: a loop of fewer
+ * calls than N runs for less than one sampled call counts, so such a cap
+ * would cut nearly every sampled call of a node whose loops are short (an
+ * inner index scan of a few rows a loop), an estimate biased low by most
+ * of what its calls after the first take.
  */
 typedef struct TsInstrumentation
 {
@@ -132,7 +137,9 @@ typedef struct TsInstrumentation
 	uint64		weight;			/* N */
 	int64		countdown;		/* calls until the next sampled one */
 	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
-	int64		loop_start;		/* clock reading at the loop's first call */
+	int64		node_start;		/* clock reading at the node's first call,
+								 * 0 before it */
+	double		prev_loops_ns;	/* the estimate of the loops before this one */
 	/* for the estimate's variance, updated on sampled calls only: */
 	uint64		sampled;		/* calls timed at weight N */
 	double		sumsq_ns;		/* sum of their squared durations, ns^2 */
@@ -220,13 +227,33 @@ ts_sample_gap(TsInstrumentation *ti)
  * was drawn just before the call ran; count it now.
  */
 static pg_noinline void
-ts_sampled_call(TsInstrumentation *ti, TimingClockSource clock, int64 ticks)
+ts_sampled_call(TsInstrumentation *ti, TimingClockSource clock, int64 ticks,
+				int64 end)
 {
 	double		ns = ticks > 0 ? ts_clock_ticks_ns(clock, ticks) : 0.0;
+	double		bound;
 
 	ti->sampled++;
 	ti->sumsq_ns += ns * ns;
 	ti->gap_sum += ti->countdown;
+
+	/* the cap (see TsInstrumentation) */
+	bound = (end > ti->node_start ? ts_clock_ticks_ns(clock, end - ti->node_start) : 0.0) -
+		ti->prev_loops_ns;
+	ti->capped_ns += ts_clock_clamp_ns(clock, &ti->instr.counter, Max(bound, 0.0));
+}
+
+/*
+ * The first call of a loop, timed at weight 1: the node's start, or the
+ * end of its previous loop (core's InstrEndLoop has moved that loop's
+ * estimate into the total).  Out of line: once a loop.
+ */
+static pg_noinline void
+ts_sampled_loop(TsInstrumentation *ti, int64 start)
+{
+	if (ti->node_start == 0)
+		ti->node_start = start;
+	ti->prev_loops_ns = ts_instr_total_ns(&ti->instr);
 }
 
 /*
@@ -483,14 +510,9 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 			TsInstrumentation *ti = (TsInstrumentation *) instr;
 
 			if (unlikely(!instr->running))
-				ti->loop_start = start;
+				ts_sampled_loop(ti, start);
 			else if (weight > 1)
-			{
-				ts_sampled_call(ti, clock, ticks);
-				if (end > ti->loop_start)
-					ti->capped_ns += ts_clock_clamp(clock, &instr->counter,
-													end - ti->loop_start);
-			}
+				ts_sampled_call(ti, clock, ticks, end);
 		}
 		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
@@ -767,7 +789,7 @@ ts_node_sample_every(PlanState *node)
  * (1 - p) / p^2 x_i^2 = N (N - 1) x_i^2.  Calls of all loops are
  * independent too, so one sum of squares serves the whole node.
  *
- * A cap (see TsInstrumentation) lowers a loop's estimate to a bound: the
+ * A cap (see TsInstrumentation) lowers a node's estimate to a bound: the
  * result is no longer that estimator, but the uncapped estimate is the
  * capped one plus what the caps took off, D.  Whenever the interval of
  * half-width m around the uncapped estimate holds, the truth is within
@@ -934,7 +956,8 @@ ts_bind_node(PlanState *node, void *context)
 				ti->weight = (uint64) bc->sample_every;
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 				ti->countdown = ts_sample_gap(ti);
-				ti->loop_start = 0;
+				ti->node_start = 0;
+				ti->prev_loops_ns = 0.0;
 				ti->sampled = 0;
 				ti->sumsq_ns = 0.0;
 				ti->gap_sum = ti->countdown;

@@ -89,18 +89,18 @@ ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
 }
 
 /*
- * keep a counter at most "ticks" (a positive interval): one comparison;
- * returns what it took off, in nanoseconds
+ * keep a counter at most "ns" nanoseconds (>= 0); returns what it took
+ * off, in nanoseconds
  */
 static inline double
-ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
+ts_clock_clamp_ns(TimingClockSource clock, instr_time *counter, double ns)
 {
-	if (counter->ticks > ticks)
-	{
-		int64		over = counter->ticks - ticks;
+	double		was = ts_clock_ticks_ns(clock, counter->ticks);
 
-		counter->ticks = ticks;
-		return ts_clock_ticks_ns(clock, over);
+	if (was > ns)
+	{
+		counter->ticks = (int64) ((double) counter->ticks * (ns / was));
+		return was - ns;
 	}
 	return 0.0;
 }
@@ -151,22 +151,17 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
 }
 
-/*
- * keep a counter at most "ticks" (a positive interval); returns what it
- * took off, in nanoseconds.  A conversion and floating point, kept out of
- * line off the wrappers' fast path.
- */
-pg_attribute_unused() static pg_noinline double
-ts_clock_clamp(TimingClockSource clock, instr_time *counter, int64 ticks)
+/* keep a counter at most "ns" nanoseconds (>= 0); returns what it took off */
+pg_attribute_unused() static inline double
+ts_clock_clamp_ns(TimingClockSource clock, instr_time *counter, double ns)
 {
-	uint64		ns = tsclock_ticks_to_ns((uint64) ticks);
 	double		was = INSTR_TIME_GET_DOUBLE(*counter) * 1e9;
 
-	if (was > (double) ns)
+	if (was > ns)
 	{
 		INSTR_TIME_SET_ZERO(*counter);
-		ts_instr_time_add_ns(counter, ns);
-		return was - (double) ns;
+		ts_instr_time_add_ns(counter, (uint64) ns);
+		return was - ns;
 	}
 	return 0.0;
 }
@@ -328,7 +323,7 @@ typedef struct TsSampleEstimate
 								 * ones that could be sampled (leader's) */
 	double		total_ns;		/* the estimate, all loops, workers' too */
 	double		margin_ns;		/* 95% half-width */
-	double		capped_ns;		/* what the per-loop cap took off (included
+	double		capped_ns;		/* what the cap took off (included
 								 * in margin_ns) */
 	double		check_ns;		/* checked runs: the exact total of the
 								 * leader's calls; else < 0 */

@@ -95,8 +95,8 @@ else
 # Estimates: a node whose every 4th row sleeps 0.5 ms: 400 slow calls,
 # each sampled with probability 1/4, give the estimate a standard
 # deviation of about 9%.  Compared with exact timing, best of 3, within
-# 25%.  This checks the estimate, not the randomness: the per-loop cap
-# can clamp a periodic sampler's over-estimate to about the truth here;
+# 25%.  This checks the estimate, not the randomness: the cap (the time
+# the node has run) can clamp a periodic sampler's over-estimate to about the truth here;
 # t/081 checks the choice itself.
 my $sleepy = q{SELECT count(*) FROM (SELECT CASE WHEN g % 4 = 0 THEN pg_sleep(0.0005) END FROM generate_series(1, 1600) g) s};
 sub inner_total
@@ -120,7 +120,7 @@ for (1 .. 3)
 cmp_ok(abs($best - $truth) / $truth, '<', 0.25,
 	sprintf('1 in 4 with every 4th call slow: %.1f ms estimated, exact %.1f ms (best of 3)', $best, $truth));
 
-# An estimate is capped at the wall time its loop has run.  A scan whose
+# An estimate is capped at the wall time the node has run.  A scan whose
 # second of three calls sleeps 50 ms, sampled 1 in 2: when that call is
 # sampled (half the runs), it counts twice, 100 ms, in a query of 50 ms;
 # the cap keeps the node's time within the query's.  30 runs: the chance

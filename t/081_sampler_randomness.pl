@@ -4,8 +4,8 @@
 # with probability 1/N, so that no periodic workload can alias with the
 # choice.  t/080 checks the estimates; this file checks the randomness
 # itself, in ways a periodic or repeating sampler cannot pass and that do
-# not lean on the per-loop cap (an estimate is never above the wall time
-# its loop has run, which can hide an over-estimate).
+# not lean on the cap (an estimate is never above the wall time the node
+# has run, which can hide an over-estimate).
 #
 # 1. Aliasing.  A scan of 800 rows whose every 4th call sleeps 0.5 ms,
 #    sampled 1 in 4, under an aggregate that sleeps 0.5 ms for every row,
