@@ -44,18 +44,8 @@ use TimingSourceExpect;
 
 my $node = PostgreSQL::Test::Cluster->new('check');
 start_preloaded($node, conf => "work_mem = '64MB'\n");
+$node->safe_psql('postgres', slurp_file("$FindBin::RealBin/../test/explain_nodes_check.sql"));
 $node->safe_psql('postgres', q{
-	CREATE FUNCTION explain_nodes_check(
-		query text, sample_every int,
-		OUT node_id int, OUT parent_id int, OUT depth int, OUT node_type text,
-		OUT relation text, OUT loops numeric, OUT rows numeric,
-		OUT startup_ms numeric, OUT total_ms numeric, OUT sample_every int,
-		OUT sampled_calls bigint, OUT margin_ms numeric,
-		OUT estimate_reliable boolean, OUT overhead_ms numeric,
-		OUT execution_ms numeric, OUT exact_ms numeric)
-		RETURNS SETOF record
-		AS '$libdir/timing_source', 'timing_source_explain_nodes_check'
-		LANGUAGE C VOLATILE;
 	CREATE FUNCTION explain_nodes_check_short(query text, sample_every int,
 		OUT node_id int, OUT total_ms numeric)
 		RETURNS SETOF record

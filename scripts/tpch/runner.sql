@@ -35,21 +35,10 @@ CREATE TABLE IF NOT EXISTS tpch_run.obs (
 );
 ALTER TABLE tpch_run.obs ADD COLUMN IF NOT EXISTS check_ms float8;
 
--- The check of the sampled estimates: the library's
--- timing_source_explain_nodes_check(), which is no part of the extension's
--- SQL (docs/internals.md): timing_source_explain_nodes()'s columns and the
--- same run's exact totals of the sampled nodes.
-CREATE OR REPLACE FUNCTION tpch_run.explain_nodes_check(
-	query text, sample_every int,
-	OUT node_id int, OUT parent_id int, OUT depth int, OUT node_type text,
-	OUT relation text, OUT loops numeric, OUT rows numeric,
-	OUT startup_ms numeric, OUT total_ms numeric, OUT sample_every int,
-	OUT sampled_calls bigint, OUT margin_ms numeric,
-	OUT estimate_reliable boolean, OUT overhead_ms numeric,
-	OUT execution_ms numeric, OUT exact_ms numeric)
-	RETURNS SETOF record
-	AS '$libdir/timing_source', 'timing_source_explain_nodes_check'
-	LANGUAGE C VOLATILE;
+-- The check of the sampled estimates, tpch_run.explain_nodes_check()
+SET search_path = tpch_run;
+\ir ../../test/explain_nodes_check.sql
+SET search_path = tpch, public;
 
 -- Modes:
 --   plain     the query itself, EXECUTE in PL/pgSQL (its few result rows
