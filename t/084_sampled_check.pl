@@ -112,18 +112,28 @@ is($calls, '0', 'a run whose Aggregate had nothing sampled');
 cmp_ok(abs($total - $exact), '<=', 0.01 + 0.001 * $exact,
 	"its estimate is its exact total ($total ms against $exact ms)");
 
+# checked_runs(TABLE, QUERY, N, WHERE, SETUP): 30 checked runs of QUERY at
+# 1 in N, the rows of the nodes WHERE selects kept in a new TABLE, the
+# session prepared by SETUP
+sub checked_runs
+{
+	my ($table, $query, $n, $where, $setup) = @_;
+	$node->safe_psql('postgres', qq{
+		CREATE TABLE $table (node_id int, total numeric, exact numeric, margin numeric, nloops numeric);
+		$setup
+		DO \$\$
+		BEGIN
+			FOR i IN 1 .. 30 LOOP
+				INSERT INTO $table
+				SELECT node_id, total_ms, exact_ms, margin_ms, loops
+				  FROM explain_nodes_check(\$q\$$query\$q\$, $n)
+				 WHERE $where;
+			END LOOP;
+		END \$\$});
+}
+
 # ---- the leaf scans: no bias, and an interval that means something ----
-$node->safe_psql('postgres', q{CREATE TABLE runs (node_id int, total numeric, exact numeric, margin numeric)});
-$node->safe_psql('postgres', qq{
-	DO \$\$
-	BEGIN
-		FOR i IN 1 .. 30 LOOP
-			INSERT INTO runs
-			SELECT node_id, total_ms, exact_ms, margin_ms
-			  FROM explain_nodes_check(\$q\$$join\$q\$, 8)
-			 WHERE node_type = 'Seq Scan';
-		END LOOP;
-	END \$\$});
+checked_runs('runs', $join, 8, q{node_type = 'Seq Scan'}, '');
 my @scans = split /\n/, $node->safe_psql('postgres', q{
 	SELECT node_id, count(*), count(exact),
 		   percentile_cont(0.5) WITHIN GROUP (ORDER BY total / exact),
@@ -144,22 +154,12 @@ for my $s (@scans)
 }
 
 # ---- a node of short loops ----
-$node->safe_psql('postgres', q{CREATE TABLE loops (total numeric, exact numeric, margin numeric, nloops numeric)});
 my $nested = q{SELECT count(*) FROM ck a JOIN ck b ON b.g BETWEEN 4 * a.g AND 4 * a.g + 3 WHERE a.g <= 20000};
-$node->safe_psql('postgres', qq{
+checked_runs('loops', $nested, 64, q{node_type LIKE 'Index%Scan' AND loops > 1}, q{
 	SET enable_hashjoin = off;
 	SET enable_mergejoin = off;
 	SET enable_bitmapscan = off;
-	SET enable_material = off;
-	DO \$\$
-	BEGIN
-		FOR i IN 1 .. 30 LOOP
-			INSERT INTO loops
-			SELECT total_ms, exact_ms, margin_ms, loops
-			  FROM explain_nodes_check(\$q\$$nested\$q\$, 64)
-			 WHERE node_type LIKE 'Index%Scan' AND loops > 1;
-		END LOOP;
-	END \$\$});
+	SET enable_material = off;});
 my ($nruns, $nloops, $lratio, $lcovered, $lwith) = split /\|/, $node->safe_psql('postgres', q{
 	SELECT count(*), min(nloops), percentile_cont(0.5) WITHIN GROUP (ORDER BY total / exact),
 		   count(*) FILTER (WHERE abs(total - exact) <= margin), count(margin)
