@@ -285,7 +285,7 @@ suite_regress_variants() {
 # every server they start inherits the configuration's environment, and
 # each test checks that its server sees the TSC state TS_EXPECT_TSC names
 suite_taptests() {
-	local sfx=${1:-} cmd=(make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= PROVE_FLAGS=-v)
+	local sfx=${1:-} cmd=(make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= "PROVE_FLAGS=-v --timer")
 	# a server built without --enable-tap-tests (Debian's are built with it)
 	if ! grep -qE '^enable_tap_tests[[:space:]]*=[[:space:]]*yes' \
 		"$(dirname "$("$PG_CONFIG" --pgxs)")/../Makefile.global"; then
