@@ -286,8 +286,8 @@ suite_regress_variants() {
 # each test checks that its server sees the TSC state TS_EXPECT_TSC names
 suite_taptests() {
 	local sfx=${1:-} cmd=(make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS= "PROVE_FLAGS=-v --timer")
-	# under qemu the Perl tests take minutes per configuration (8.5 for
-	# these), which CI's time limit cannot hold twice; without the TSC
+	# under qemu the Perl tests take many minutes per configuration,
+	# which CI's time limit cannot hold twice; without the TSC
 	# they run code that is the same on every architecture, checked
 	# natively on every amd64 major, and this configuration's fallback
 	# and pg_regress still run here
