@@ -101,12 +101,13 @@ static ExecProcNodeMtd ts_core_first = NULL;
  * Instrumentation is replaced at bind time by this larger struct, core's
  * part first, so that core keeps using it as before.  Each node times the
  * first call of every loop (so startup times stay exact) and, in addition,
- * each other call independently with probability 1/N: the gap to the next
- * sampled call is drawn from the geometric distribution, so no periodic
- * workload can alias with the choice.  A sampled call adds N times its
- * duration (the Horvitz-Thompson estimator: unbiased for the node's total
- * whatever the distribution of call durations); unsampled calls read no
- * clock.
+ * each other call independently with a known probability: 1 for the
+ * node's first few, falling to 1/N (the warm-up, ts_warm_weight).  The
+ * gap to the next timed call is drawn from the geometric distribution, so
+ * no periodic workload can alias with the choice.  A call timed with
+ * probability 1/w adds w times its duration (the Horvitz-Thompson
+ * estimator: unbiased for the node's total whatever the distribution of
+ * call durations); untimed calls read no clock.
  *
  * A sampled call's two reads are fenced: each waits for the instructions
  * before it and holds back those after it.  Unfenced, as exact timing
@@ -134,15 +135,20 @@ static ExecProcNodeMtd ts_core_first = NULL;
 typedef struct TsInstrumentation
 {
 	TsNodeInstr instr;			/* core's, must be first */
-	uint64		weight;			/* N */
-	int64		countdown;		/* calls until the next sampled one */
-	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap */
+	uint64		weight;			/* N: the weight once warmed up */
+	int64		countdown;		/* calls until the next candidate */
+	uint64		gap_weight;		/* 1 / the probability the gap to that
+								 * candidate was drawn at */
+	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap at N */
 	int64		node_start;		/* clock reading at the node's first call,
 								 * 0 before it */
 	double		prev_loops_ns;	/* the estimate of the loops before this one */
 	/* for the estimate's variance, updated on sampled calls only: */
-	uint64		sampled;		/* calls timed at weight N */
-	double		sumsq_ns;		/* sum of their squared durations, ns^2 */
+	uint64		sampled;		/* calls timed at a weight above 1 */
+	uint64		warm;			/* calls after the first of their loop
+								 * timed at weight 1 (the warm-up) */
+	double		var_ns2;		/* sum over sampled calls of w (w - 1) x^2,
+								 * ns^2: the variance estimate */
 	int64		gap_sum;		/* sum of all gaps drawn: minus countdown,
 								 * the number of calls that could be sampled */
 	double		capped_ns;		/* what the caps took off the estimate */
@@ -209,33 +215,94 @@ ts_rng_seed(void)
 	ts_rng_pid = MyProcPid;
 }
 
-/* Calls until the next sampled one: geometric with p = 1/N, at least 1 */
-static pg_noinline int64
-ts_sample_gap(TsInstrumentation *ti)
+/* uniform in (0, 1] */
+static inline double
+ts_rng_uniform(void)
 {
-	/* u uniform in (0, 1] */
-	double		u = ((double) (ts_rng_next() >> 11) + 1.0) *
+	return ((double) (ts_rng_next() >> 11) + 1.0) *
 		(1.0 / 9007199254740992.0);
+}
 
-	return 1 + (int64) floor(log(u) * ti->inv_log_q);
+/*
+ * The weight of the k-th call (k >= 1) of a node after the first of its
+ * loop: the warm-up.  A node's first TS_WARMUP_CALLS such calls are timed
+ * exactly, later ones with probability 1 / ceil(k / TS_WARMUP_CALLS) until
+ * that reaches 1 / N.  A node of a few hundred calls (a join returning a
+ * few rows a loop, an aggregate's groups) is then timed well enough for an
+ * interval, where 1 in N alone would time a handful of its calls and miss
+ * most of its time; a node of millions of calls pays for some
+ * TS_WARMUP_CALLS * (1 + ln N) timed calls instead of TS_WARMUP_CALLS,
+ * which nothing measures.  The probabilities are known for every call, so
+ * the estimate stays Horvitz-Thompson: unbiased, with its variance
+ * estimated as before, each call at its own weight.
+ */
+static inline uint64
+ts_warm_weight(TsInstrumentation *ti, int64 k)
+{
+	uint64		w = (uint64) ((k + TS_WARMUP_CALLS - 1) / TS_WARMUP_CALLS);
+
+	return Min(Max(w, 1), ti->weight);
+}
+
+/* Calls until the next candidate: geometric with p = 1/w, at least 1 */
+static int64
+ts_sample_gap(TsInstrumentation *ti, uint64 w)
+{
+	double		inv_log_q;
+
+	if (w <= 1)
+		return 1;
+	inv_log_q = (w == ti->weight) ? ti->inv_log_q : 1.0 / log1p(-1.0 / (double) w);
+	return 1 + (int64) floor(log(ts_rng_uniform()) * inv_log_q);
+}
+
+/*
+ * A call whose countdown ended: the weight it is timed at, or 0 if it is
+ * not timed.  Out of line: it runs on the warm-up's calls and 1 in N
+ * after.
+ *
+ * The probability falls during the warm-up, so the gap to a candidate is
+ * drawn at the highest probability any later call has (the next call's),
+ * and the candidate is then kept with its own probability over that one
+ * (thinning): each call is then timed independently with its own
+ * probability, whatever the gaps.  Once warmed up the two are the same and
+ * every candidate is timed.
+ */
+static pg_noinline uint64
+ts_sample_next(TsInstrumentation *ti)
+{
+	int64		k = ti->gap_sum;	/* this call's number */
+	uint64		w = ts_warm_weight(ti, k);
+	bool		take = true;
+
+	if (w != ti->gap_weight)
+		take = ts_rng_uniform() * (double) w <= (double) ti->gap_weight;
+	ti->gap_weight = ts_warm_weight(ti, k + 1);
+	ti->countdown = ts_sample_gap(ti, ti->gap_weight);
+	ti->gap_sum += ti->countdown;
+	return take ? w : 0;
 }
 
 /*
  * What the variance of a node's estimate needs from a call timed at weight
- * N: out of line, since it runs on 1 in N calls and the conversion and
- * floating point would only crowd the wrappers' fast path.  The next gap
- * was drawn just before the call ran; count it now.
+ * w (1 during the warm-up, N after it): out of line, since it runs on few
+ * calls and the conversion and floating point would only crowd the
+ * wrappers' fast path.
  */
 static pg_noinline void
 ts_sampled_call(TsInstrumentation *ti, TimingClockSource clock, int64 ticks,
-				int64 end)
+				int64 end, uint64 weight)
 {
 	double		ns = ticks > 0 ? ts_clock_ticks_ns(clock, ticks) : 0.0;
 	double		bound;
 
-	ti->sampled++;
-	ti->sumsq_ns += ns * ns;
-	ti->gap_sum += ti->countdown;
+	if (weight > 1)
+	{
+		ti->sampled++;
+		ti->var_ns2 += (double) weight * (double) (weight - 1) * ns * ns;
+	}
+	else
+		ti->warm++;
 
 	/* the cap (see TsInstrumentation) */
 	bound = (end > ti->node_start ? ts_clock_ticks_ns(clock, end - ti->node_start) : 0.0) -
@@ -419,6 +486,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 #endif
 	int64		start = 0;
 	bool		timed;
+	bool		drawn = false;
 	uint64		weight = 1;
 
 	if (usage == TS_USAGE_FULL)
@@ -447,7 +515,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		/*
 		 * The first call of a loop is always timed, at weight 1 (and so
 		 * are an async node's calls before its first tuple): startup times
-		 * stay exact.  Other calls are timed when their countdown ends.
+		 * stay exact.  Other calls may be timed when their countdown ends.
 		 */
 		if (unlikely(!instr->running) ||
 			(async && instr->async_mode && instr->tuplecount < 1.0))
@@ -456,9 +524,9 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 			timed = false;
 		else
 		{
-			timed = true;
-			weight = ti->weight;
-			ti->countdown = ts_sample_gap(ti);
+			weight = ts_sample_next(ti);
+			timed = (weight > 0);
+			drawn = true;
 		}
 	}
 	else
@@ -511,8 +579,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 			if (unlikely(!instr->running))
 				ts_sampled_loop(ti, start);
-			else if (weight > 1)
-				ts_sampled_call(ti, clock, ticks, end);
+			else if (drawn)
+				ts_sampled_call(ti, clock, ticks, end, weight);
 		}
 		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
@@ -781,13 +849,14 @@ ts_node_sample_every(PlanState *node)
 /*
  * The variance of a sampled node's estimate.  Within a loop, the first
  * call is timed exactly; each later call i, of duration x_i, is timed
- * independently with probability p = 1/N (the gaps are geometric, so the
- * choices are independent Bernoulli trials) and then counts N x_i.  The
- * estimate of those calls' sum is a Horvitz-Thompson estimator under
- * Poisson sampling, with variance sum_i (1 - p) / p x_i^2 over all those
- * calls, estimated without bias by sum over the sampled calls of
- * (1 - p) / p^2 x_i^2 = N (N - 1) x_i^2.  Calls of all loops are
- * independent too, so one sum of squares serves the whole node.
+ * independently with probability p_i = 1/w_i (the warm-up's, then 1/N;
+ * the gaps are geometric and thinned, so the choices are independent
+ * Bernoulli trials) and then counts w_i x_i.  The estimate of those calls'
+ * sum is a Horvitz-Thompson estimator under Poisson sampling, with
+ * variance sum_i (1 - p_i) / p_i x_i^2 over all those calls, estimated
+ * without bias by the sum over the timed calls of (1 - p_i) / p_i^2 x_i^2
+ * = w_i (w_i - 1) x_i^2, which is 0 for the warm-up's exact calls.  Calls
+ * of all loops are independent too, so one sum serves the whole node.
  *
  * A cap (see TsInstrumentation) lowers a node's estimate to a bound: the
  * result is no longer that estimator, but the uncapped estimate is the
@@ -804,14 +873,13 @@ bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	TsInstrumentation *ti;
-	double		n;
 	double		var;
+	bool		unsampled;
 
 	if (node->instrument == NULL || ts_node_sample_every(node) <= 1)
 		return false;
 	ti = (TsInstrumentation *) node->instrument;
-	n = (double) ti->weight;
-	var = n * (n - 1.0) * ti->sumsq_ns;
+	var = ti->var_ns2;
 
 	est->sample_every = ti->weight;
 	est->sampled_calls = ti->sampled;
@@ -821,10 +889,11 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	est->margin_ns = 1.96 * sqrt(var) + ti->capped_ns;
 	est->check_ns = ti->checked ?
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
+	unsampled = est->other_calls > ti->warm + ti->sampled;
 
 	if (ts_instr_workers_ran(node))
 		est->why = TS_ESTIMATE_WORKERS;
-	else if (est->other_calls > 0 && ti->sampled < TS_MIN_SAMPLED_CALLS)
+	else if (unsampled && ti->sampled < TS_MIN_SAMPLED_CALLS)
 		est->why = TS_ESTIMATE_FEW_CALLS;
 	else
 		est->why = TS_ESTIMATE_OK;
@@ -955,11 +1024,13 @@ ts_bind_node(PlanState *node, void *context)
 			{
 				ti->weight = (uint64) bc->sample_every;
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
-				ti->countdown = ts_sample_gap(ti);
+				ti->gap_weight = ts_warm_weight(ti, 1);
+				ti->countdown = ts_sample_gap(ti, ti->gap_weight);
 				ti->node_start = 0;
 				ti->prev_loops_ns = 0.0;
 				ti->sampled = 0;
-				ti->sumsq_ns = 0.0;
+				ti->warm = 0;
+				ti->var_ns2 = 0.0;
 				ti->gap_sum = ti->countdown;
 				ti->capped_ns = 0.0;
 				if (ts_sample_check)

@@ -318,7 +318,7 @@ typedef enum TsEstimateWhy
 typedef struct TsSampleEstimate
 {
 	uint64		sample_every;	/* N */
-	uint64		sampled_calls;	/* calls timed at weight N */
+	uint64		sampled_calls;	/* calls timed at a weight above 1 */
 	uint64		other_calls;	/* calls after the first of each loop, the
 								 * ones that could be sampled (leader's) */
 	double		total_ns;		/* the estimate, all loops, workers' too */
@@ -332,11 +332,21 @@ typedef struct TsSampleEstimate
 } TsSampleEstimate;
 
 /*
- * Fewer calls timed at weight N than this: no interval.  The interval is
- * a normal approximation from the sampled calls' own spread; with fewer,
- * that spread is itself too uncertain (and zero with none sampled).
+ * Fewer calls timed at a weight above 1 than this, while some calls were
+ * not timed: no interval.  The interval is a normal approximation from the
+ * sampled calls' own spread; with fewer, that spread is itself too
+ * uncertain (and zero with none sampled).  A node all of whose calls were
+ * timed is exact.
  */
 #define TS_MIN_SAMPLED_CALLS	30
+
+/*
+ * A sampled node's first calls after the first of their loop, timed
+ * exactly before the probability falls towards 1 in N (instrument.c,
+ * ts_warm_weight).  As many as an interval needs, so that a node of a few
+ * hundred calls has one.
+ */
+#define TS_WARMUP_CALLS		30
 
 /* false (est untouched) unless the node was bound to sampled timing */
 extern bool ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est);

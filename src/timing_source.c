@@ -516,8 +516,9 @@ _PG_init(void)
 	DefineCustomIntVariable("timing_source.sample_every",
 							"Times 1 in this many calls of each timed plan node; per-node times are then estimates.",
 							"1 (the default) times every call.  With N > 1, each node times the first "
-							"call of every loop, so startup times stay exact, and about 1 in N of its "
-							"other calls, chosen at random, and scales those up to all calls: "
+							"call of every loop, so startup times stay exact, its first 30 other calls, "
+							"and then, at random, fewer of its other calls, down to 1 in N, scaled up "
+							"to all calls: "
 							"total times are estimates, rows and loops are exact.  "
 							TS_SAMPLED_NODES,
 							&ts_sample_every,

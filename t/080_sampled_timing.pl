@@ -1,6 +1,7 @@
 #
 # timing_source.sample_every = N: each node times the first call of every
-# loop and, at random, about 1 in N of its other calls, and scales those up.
+# loop, the first 30 of its other calls (the warm-up) and, at random, a
+# falling share of the rest, down to 1 in N, and scales those up.
 # Rows and loops stay exact; totals are estimates, unbiased whatever the
 # call durations (that the choice is random, so that it cannot alias with
 # a workload whose slow calls come every N-th row, is t/081's).  On PostgreSQL 18 EXPLAIN and
@@ -120,14 +121,15 @@ for (1 .. 3)
 cmp_ok(abs($best - $truth) / $truth, '<', 0.25,
 	sprintf('1 in 4 with every 4th call slow: %.1f ms estimated, exact %.1f ms (best of 3)', $best, $truth));
 
-# An estimate is capped at the wall time the node has run.  A scan whose
-# second of three calls sleeps 50 ms, sampled 1 in 2: when that call is
-# sampled (half the runs), it counts twice, 100 ms, in a query of 50 ms;
-# the cap keeps the node's time within the query's.  30 runs: the chance
-# that no run samples the slow call is 2^-30.
+# An estimate is capped at the wall time the node has run.  A scan of 100
+# rows whose 91st call sleeps 50 ms, sampled 1 in 2: past the warm-up's
+# exactly timed calls, that call is sampled with probability 1/2 (half the
+# runs) and then counts twice, 100 ms, in a query of 50 ms; the cap keeps
+# the node's time within the query's.  30 runs: the chance that no run
+# samples the slow call is 2^-30.
 if ($tsc || $major >= 19)
 {
-	my $slow = q{SELECT * FROM (VALUES (1), (2)) v(x) WHERE CASE WHEN x = 2 THEN pg_sleep(0.05) IS NOT NULL ELSE true END};
+	my $slow = q{SELECT * FROM generate_series(1, 100) g WHERE CASE WHEN g = 91 THEN pg_sleep(0.05) IS NOT NULL ELSE true END};
 	my ($hits, @over) = (0);
 	for (1 .. 30)
 	{

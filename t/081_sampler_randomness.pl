@@ -1,7 +1,8 @@
 #
 # timing_source.sample_every = N promises that the calls it times are
-# chosen at random, each call (after the first of its loop) independently
-# with probability 1/N, so that no periodic workload can alias with the
+# chosen at random, each call after the first of its loop independently,
+# with probability 1/N once past the node's warm-up (its first 30 N such
+# calls, timed more often), so that no periodic workload can alias with the
 # choice.  t/080 checks the estimates; this file checks the randomness
 # itself, in ways a periodic or repeating sampler cannot pass and that do
 # not lean on the cap (an estimate is never above the wall time the node
@@ -18,7 +19,9 @@
 #    times each slow call with probability 1/4, independently: X ~
 #    Binomial(200, 1/4), mean 50, and its estimate is X/50 of the truth.
 #    The check asks for 0.4 to 1.8 of exact timing (X from 20 to 90):
-#    P(X < 20) + P(X > 90) < 2.3e-8 for a correct sampler.  Sleeps keep
+#    P(X < 20) + P(X > 90) < 2.3e-8 for a correct sampler (the warm-up
+#    times the first 22 slow calls more often, each at a lower weight,
+#    which only narrows the estimate's spread).  Sleeps keep
 #    the check steady on a busy machine: a delayed call only lengthens a
 #    call, by far less than the bounds allow.
 #

@@ -35,13 +35,18 @@ SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8
   FROM timing_source_compare('SELECT 1', 1);
 -- top_margin_pct: the margin of the top node's estimate, exactly for the
 -- sampled modes, when the top node had enough sampled calls (a scan of
--- 20,000 rows at 1 in 8); an aggregate's single call after its first has
--- none; without sampling no mode has one
+-- 20,000 rows at 1 in 8); a scan of 60 rows has too few (after its first
+-- call, 30 timed exactly in the warm-up, then 29 each with probability
+-- 1/2: all 29, and so none left out, with probability 2^-29), and an
+-- aggregate's single call after its first is timed exactly, margin nil;
+-- without sampling no mode has one
 -- (the tsc mode exists only where the TSC is usable)
 SELECT bool_and((top_margin_pct IS NOT NULL) = coalesce(explain_options LIKE '%sample_every%', false)) AS margin_where_sampled,
        bool_and(coalesce(top_margin_pct > 0 AND top_margin_pct < 50, true)) AS margin_plausible
   FROM timing_source_compare('SELECT g FROM generate_series(1, 20000) g', 3);
 SELECT bool_and(top_margin_pct IS NULL) AS none_for_too_few_calls
+  FROM timing_source_compare('SELECT g FROM generate_series(1, 60) g', 1);
+SELECT bool_and(coalesce(top_margin_pct = 0, false) = coalesce(explain_options LIKE '%sample_every%', false)) AS exact_when_all_timed
   FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 20000) g', 1);
 RESET timing_source.sample_every;
 SELECT bool_and(top_margin_pct IS NULL) AS none_when_exact
