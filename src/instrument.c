@@ -891,6 +891,20 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
 	unsampled = est->other_calls > ti->warm + ti->sampled;
 
+	/*
+	 * V^ is the sampling's variance alone; it does not see that timing a
+	 * call perturbs it (a sampled call runs after the draw of the next
+	 * gap, with fenced reads).  That is tens of nanoseconds a sampled
+	 * call, lost in the interval of a node whose calls are all alike, but
+	 * not in that of a node almost all of whose time is in calls timed
+	 * exactly (a sort's first call, then its cheap output calls), where
+	 * V^ would state a precision no read has.  So where calls were left
+	 * out, no margin is stated below a floor.
+	 */
+	if (unsampled)
+		est->margin_ns = Max(est->margin_ns,
+							 TS_MIN_MARGIN_FRACTION * est->total_ns);
+
 	if (ts_instr_workers_ran(node))
 		est->why = TS_ESTIMATE_WORKERS;
 	else if (unsampled && ti->sampled < TS_MIN_SAMPLED_CALLS)

@@ -348,6 +348,15 @@ typedef struct TsSampleEstimate
  */
 #define TS_WARMUP_CALLS		30
 
+/*
+ * The smallest margin an estimate that left calls out states, as a
+ * fraction of its total (instrument.c, ts_node_sample_estimate): above
+ * what the reads' perturbation of the sampled calls was seen to move a
+ * nearly exact node, small beside what separates one run of most nodes
+ * from the next.
+ */
+#define TS_MIN_MARGIN_FRACTION	0.005
+
 /* false (est untouched) unless the node was bound to sampled timing */
 extern bool ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est);
 
