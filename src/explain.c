@@ -25,8 +25,8 @@
 static explain_per_node_hook_type prev_explain_per_node = NULL;
 
 /*
- * Under each sampled node that ran: N, the calls timed at weight N, and
- * the 95% margin of its total over all loops, or why there is none.  In
+ * Under each sampled node that ran: N, the calls timed at a weight above
+ * 1, and the 95% margin of its total over all loops, or why there is none.  In
  * text one line, as a percentage of the total; in the structured formats
  * fields, the margin in ms.  Core has already ended the node's loop.
  */

@@ -383,8 +383,8 @@ typedef enum TsUsage
 
 /*
  * timing_source.sample_buffers: a sampled scan node keeps usage only on
- * the calls it times, the first of each loop at weight 1 and the sampled
- * ones at weight N, as it does their times (the Horvitz-Thompson
+ * the calls it times, the first of each loop and the warm-up's at weight
+ * 1 and the sampled ones at their weights, as it does their times (the Horvitz-Thompson
  * estimator again: unbiased for the node's total, whatever the calls'
  * differences).  Unsampled calls then cost what lean counting costs.  The
  * difference is added "weight" times, by doubling, with core's own
@@ -874,7 +874,7 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	TsInstrumentation *ti;
 	double		var;
-	bool		unsampled;
+	bool		exact;
 
 	if (node->instrument == NULL || ts_node_sample_every(node) <= 1)
 		return false;
@@ -889,7 +889,8 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	est->margin_ns = 1.96 * sqrt(var) + ti->capped_ns;
 	est->check_ns = ti->checked ?
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
-	unsampled = est->other_calls > ti->warm + ti->sampled;
+	/* every call timed at weight 1: the first of each loop or the warm-up */
+	exact = (est->other_calls <= ti->warm);
 
 	/*
 	 * V^ is the sampling's variance alone; it does not see that timing a
@@ -899,15 +900,15 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	 * not in that of a node almost all of whose time is in calls timed
 	 * exactly (a sort's first call, then its cheap output calls), where
 	 * V^ would state a precision no read has.  So where calls were left
-	 * out, no margin is stated below a floor.
+	 * out or weighted, no margin is stated below a floor.
 	 */
-	if (unsampled)
+	if (!exact)
 		est->margin_ns = Max(est->margin_ns,
 							 TS_MIN_MARGIN_FRACTION * est->total_ns);
 
 	if (ts_instr_workers_ran(node))
 		est->why = TS_ESTIMATE_WORKERS;
-	else if (unsampled && ti->sampled < TS_MIN_SAMPLED_CALLS)
+	else if (!exact && ti->sampled < TS_MIN_SAMPLED_CALLS)
 		est->why = TS_ESTIMATE_FEW_CALLS;
 	else
 		est->why = TS_ESTIMATE_OK;

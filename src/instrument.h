@@ -333,7 +333,7 @@ typedef struct TsSampleEstimate
 
 /*
  * Fewer calls timed at a weight above 1 than this, while some calls were
- * not timed: no interval.  The interval is a normal approximation from the
+ * not timed or weighted: no interval.  The interval is a normal approximation from the
  * sampled calls' own spread; with fewer, that spread is itself too
  * uncertain (and zero with none sampled).  A node all of whose calls were
  * timed is exact.

@@ -1,8 +1,8 @@
 #
 # timing_source.sample_every = N promises that the calls it times are
 # chosen at random, each call after the first of its loop independently,
-# with probability 1/N once past the node's warm-up (its first 30 N such
-# calls, timed more often), so that no periodic workload can alias with the
+# with probability 1/N once past the node's warm-up (its first
+# 30 (N - 1) + 1 such calls, timed more often), so that no periodic workload can alias with the
 # choice.  t/080 checks the estimates; this file checks the randomness
 # itself, in ways a periodic or repeating sampler cannot pass and that do
 # not lean on the cap (an estimate is never above the wall time the node

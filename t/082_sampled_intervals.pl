@@ -144,11 +144,12 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 
 # ---- too few sampled calls: no interval ----
 {
-	# 60 calls: the first of the loop, then 30 timed exactly (the warm-up)
-	# and 29 each timed with probability 1/2, so at most 29 sampled; all 29
-	# (no call left out, the estimate exact) with probability 2^-29
+	# 60 rows: the first call, then 60 more (the last returns no row), 30
+	# timed exactly (the warm-up) and 30 each timed with probability 1/2:
+	# fewer than the 30 sampled calls an interval needs unless all 30 are,
+	# with probability 2^-30
 	my ($total, $margin, $reliable, $calls) = scan_run('durs_few', 64);
-	cmp_ok($calls, '<', 30, '60 calls at 1 in 64: fewer sampled calls than the threshold');
+	cmp_ok($calls, '<', 30, '60 rows at 1 in 64: fewer sampled calls than the threshold');
 	is($reliable, 'f', 'too few sampled calls: the estimate says it is not reliable');
 	is($margin, '', 'too few sampled calls: no margin');
 }

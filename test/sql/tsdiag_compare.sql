@@ -36,8 +36,8 @@ SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8
 -- top_margin_pct: the margin of the top node's estimate, exactly for the
 -- sampled modes, when the top node had enough sampled calls (a scan of
 -- 20,000 rows at 1 in 8); a scan of 60 rows has too few (after its first
--- call, 30 timed exactly in the warm-up, then 29 each with probability
--- 1/2: all 29, and so none left out, with probability 2^-29), and an
+-- call, 60 more: 30 timed exactly in the warm-up, then 30 each with
+-- probability 1/2, all 30 with probability 2^-30), and an
 -- aggregate's single call after its first is timed exactly, margin nil;
 -- without sampling no mode has one
 -- (the tsc mode exists only where the TSC is usable)
