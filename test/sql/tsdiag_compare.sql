@@ -8,9 +8,11 @@ CREATE EXTENSION IF NOT EXISTS timing_source;
 RESET client_min_messages;
 
 -- shape: one row per mode in order; tsc is present exactly when usable
+-- (timing off's ratio is 1 by definition; another mode's is speed, which a
+-- loaded host can round to 1, so it is not checked here)
 SELECT mode, runs, min_ms > 0 AS min_pos, median_ms >= min_ms AS median_ge_min,
        ratio_vs_off > 0 AS ratio_pos,
-       (mode = 'timing off') = (ratio_vs_off = 1) AS off_is_one,
+       (mode <> 'timing off' OR ratio_vs_off = 1) AS off_is_one,
        (overhead_ns_per_row IS NULL) = (mode IN ('plain', 'timing off')) AS overhead_null
   FROM timing_source_compare('SELECT count(*) FROM generate_series(1, 1000)', 3)
  WHERE mode <> 'tsc';
