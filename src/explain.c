@@ -26,9 +26,9 @@ static explain_per_node_hook_type prev_explain_per_node = NULL;
 
 /*
  * Under each sampled node that ran: N, the calls timed at a weight above
- * 1, and the 95% margin of its total over all loops, or why there is none.  In
- * text one line, as a percentage of the total; in the structured formats
- * fields, the margin in ms.  Core has already ended the node's loop.
+ * 1, and the 95% margin of its total over all loops, or why there is
+ * none.  In text one line, as a percentage of the total; in the structured
+ * formats fields, the margin in ms.  Core has already ended the node's loop.
  */
 static void
 ts_explain_estimate(PlanState *planstate, struct ExplainState *es)

@@ -384,12 +384,13 @@ typedef enum TsUsage
 /*
  * timing_source.sample_buffers: a sampled scan node keeps usage only on
  * the calls it times, the first of each loop and the warm-up's at weight
- * 1 and the sampled ones at their weights, as it does their times (the Horvitz-Thompson
- * estimator again: unbiased for the node's total, whatever the calls'
- * differences).  Unsampled calls then cost what lean counting costs.  The
- * difference is added "weight" times, by doubling, with core's own
- * BufferUsageAccumDiff: right for every field and every major's layout
- * (instr_time included), on the few calls whose counters changed.
+ * 1 and the sampled ones at their weights, as it does their times (the
+ * Horvitz-Thompson estimator again: unbiased for the node's total,
+ * whatever the calls' differences).  Unsampled calls then cost what lean
+ * counting costs.  The difference is added "weight" times, by doubling,
+ * with core's own BufferUsageAccumDiff: right for every field and every
+ * major's layout (instr_time included), on the few calls whose counters
+ * changed.
  */
 static pg_noinline void
 ts_usage_add_scaled(BufferUsage *bufacc, const BufferUsage *bufstart,
@@ -873,20 +874,18 @@ bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	TsInstrumentation *ti;
-	double		var;
 	bool		exact;
 
 	if (node->instrument == NULL || ts_node_sample_every(node) <= 1)
 		return false;
 	ti = (TsInstrumentation *) node->instrument;
-	var = ti->var_ns2;
 
 	est->sample_every = ti->weight;
 	est->sampled_calls = ti->sampled;
 	est->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
 	est->total_ns = ts_instr_total_ns(node->instrument);
 	est->capped_ns = ti->capped_ns;
-	est->margin_ns = 1.96 * sqrt(var) + ti->capped_ns;
+	est->margin_ns = 1.96 * sqrt(ti->var_ns2) + ti->capped_ns;
 	est->check_ns = ti->checked ?
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
 	/* every call timed at weight 1: the first of each loop or the warm-up */

@@ -333,10 +333,10 @@ typedef struct TsSampleEstimate
 
 /*
  * Fewer calls timed at a weight above 1 than this, while some calls were
- * not timed or weighted: no interval.  The interval is a normal approximation from the
- * sampled calls' own spread; with fewer, that spread is itself too
- * uncertain (and zero with none sampled).  A node all of whose calls were
- * timed is exact.
+ * not timed or weighted: no interval.  The interval is a normal
+ * approximation from the sampled calls' own spread; with fewer, that
+ * spread is itself too uncertain (and zero with none sampled).  A node
+ * all of whose calls were timed at weight 1 is exact.
  */
 #define TS_MIN_SAMPLED_CALLS	30
 
@@ -349,11 +349,11 @@ typedef struct TsSampleEstimate
 #define TS_WARMUP_CALLS		30
 
 /*
- * The smallest margin an estimate that left calls out states, as a
- * fraction of its total (instrument.c, ts_node_sample_estimate): above
- * what the reads' perturbation of the sampled calls was seen to move a
- * nearly exact node, small beside what separates one run of most nodes
- * from the next.
+ * The smallest margin an estimate that left calls out or weighted
+ * states, as a fraction of its total (instrument.c,
+ * ts_node_sample_estimate): above what the reads' perturbation of the
+ * sampled calls was seen to move a nearly exact node, small beside what
+ * separates one run of most nodes from the next.
  */
 #define TS_MIN_MARGIN_FRACTION	0.005
 
