@@ -272,9 +272,21 @@ static pg_noinline uint64
 ts_sample_next(TsInstrumentation *ti)
 {
 	int64		k = ti->gap_sum;	/* this call's number */
-	uint64		w = ts_warm_weight(ti, k);
+	uint64		w;
 	bool		take = true;
 
+	/*
+	 * Warmed up: a call's weight grows with its number up to N, so once
+	 * the gap was drawn at N this call's weight and every later one's are
+	 * N, and the warm-up's divisions can be skipped
+	 */
+	if (likely(ti->gap_weight == ti->weight))
+	{
+		ti->countdown = ts_sample_gap(ti, ti->weight);
+		ti->gap_sum += ti->countdown;
+		return ti->weight;
+	}
+	w = ts_warm_weight(ti, k);
 	if (w != ti->gap_weight)
 		take = ts_rng_uniform() * (double) w <= (double) ti->gap_weight;
 	ti->gap_weight = ts_warm_weight(ti, k + 1);
@@ -457,13 +469,30 @@ typedef union TsWalSnap
  */
 #define TS_WIDE_WRAPPER(name, timing, clock) \
 	TS_WRAPPER(name, timing, clock, TS_USAGE_WIDE)
+#define TS_WIDE_SAMPLED_WRAPPER(name, clock) \
+	TS_SAMPLED_WRAPPER(name, clock, TS_USAGE_WIDE)
 #define TS_WIDE(name)			name
 #define TS_USE_WIDE				ts_usage_wide
 #else
 #define TS_WIDE_WRAPPER(name, timing, clock)
+#define TS_WIDE_SAMPLED_WRAPPER(name, clock)
 #define TS_WIDE(name)			NULL
 #define TS_USE_WIDE				false
 #endif
+
+/*
+ * Whether a sampled node's call is one its wrapper need not time: not the
+ * first of a loop, nor (where the variant handles async mode) an async
+ * node's before its first tuple, nor the one its countdown ends at.  The
+ * body's own decision (below) in the same order, without the decrement.
+ */
+static pg_attribute_always_inline bool
+ts_sampled_untimed(TsNodeInstr *instr, TsUsage usage)
+{
+	return instr->running &&
+		((TsInstrumentation *) instr)->countdown > 1 &&
+		!(usage == TS_USAGE_FULL && instr->async_mode && instr->tuplecount < 1.0);
+}
 
 /*
  * The body of every wrapper.  "timing", "clock" and "usage" are
@@ -719,6 +748,32 @@ name(PlanState *node) \
 { \
 	return ts_exec_proc_node_body(node, timing, clock, usage); \
 }
+
+/*
+ * A sampled wrapper: most calls are neither a loop's first nor the end of
+ * a countdown, and take only row counting (and usage, where kept every
+ * call) and the countdown's decrement.  The other calls, the timed ones,
+ * are left to a second function, out of line: inlined, their reads, fences
+ * and bookkeeping would make every call save the registers they need.
+ * That function takes the decision again, decrementing the countdown
+ * itself (to zero, here).
+ */
+#define TS_SAMPLED_WRAPPER(name, clock, usage) \
+static pg_noinline TS_WRAPPER_TARGET_##usage TupleTableSlot * \
+name##_due(PlanState *node) \
+{ \
+	return ts_exec_proc_node_body(node, TS_TIME_SAMPLED, clock, usage); \
+} \
+static TS_WRAPPER_TARGET_##usage TupleTableSlot * \
+name(PlanState *node) \
+{ \
+	if (likely(ts_sampled_untimed(node->instrument, usage))) \
+	{ \
+		((TsInstrumentation *) node->instrument)->countdown--; \
+		return ts_exec_proc_node_body(node, TS_TIME_NONE, clock, usage); \
+	} \
+	return name##_due(node); \
+}
 #define TS_WRAPPER_TARGET_TS_USAGE_NONE
 #define TS_WRAPPER_TARGET_TS_USAGE_FULL
 #define TS_WRAPPER_TARGET_TS_USAGE_WIDE TS_WIDE_TARGET
@@ -733,10 +788,10 @@ name(PlanState *node) \
 TS_WRAPPER(set##_timer, TS_TIME_EXACT, clock, TS_USAGE_NONE) \
 TS_WRAPPER(set##_full, TS_TIME_EXACT, clock, TS_USAGE_FULL) \
 TS_WIDE_WRAPPER(set##_wide, TS_TIME_EXACT, clock) \
-TS_WRAPPER(set##_sampled, TS_TIME_SAMPLED, clock, TS_USAGE_NONE) \
-TS_WRAPPER(set##_sampled_full, TS_TIME_SAMPLED, clock, TS_USAGE_FULL) \
-TS_WIDE_WRAPPER(set##_sampled_wide, TS_TIME_SAMPLED, clock) \
-TS_WRAPPER(set##_sampled_usage, TS_TIME_SAMPLED, clock, TS_USAGE_SAMPLED) \
+TS_SAMPLED_WRAPPER(set##_sampled, clock, TS_USAGE_NONE) \
+TS_SAMPLED_WRAPPER(set##_sampled_full, clock, TS_USAGE_FULL) \
+TS_WIDE_SAMPLED_WRAPPER(set##_sampled_wide, clock) \
+TS_SAMPLED_WRAPPER(set##_sampled_usage, clock, TS_USAGE_SAMPLED) \
 TS_WRAPPER(set##_check, TS_TIME_CHECK, clock, TS_USAGE_FULL) \
 static TupleTableSlot * \
 set##_first(PlanState *node) \
