@@ -278,7 +278,8 @@ ts_sample_next(TsInstrumentation *ti)
 	/*
 	 * Warmed up: a call's weight grows with its number up to N, so once
 	 * the gap was drawn at N this call's weight and every later one's are
-	 * N, and the warm-up's divisions can be skipped
+	 * N, and the warm-up's divisions can be skipped.  This needs gap_weight
+	 * to start below N, as the bind's ts_warm_weight(1) does for N > 1.
 	 */
 	if (likely(ti->gap_weight == ti->weight))
 	{
@@ -756,7 +757,8 @@ name(PlanState *node) \
  * are left to a second function, out of line: inlined, their reads, fences
  * and bookkeeping would make every call save the registers they need.
  * That function takes the decision again, decrementing the countdown
- * itself (to zero, here).
+ * itself where the body does (to zero, for the end of a countdown; not at
+ * all for a loop's first call or an async node's before its first tuple).
  */
 #define TS_SAMPLED_WRAPPER(name, clock, usage) \
 static pg_noinline TS_WRAPPER_TARGET_##usage TupleTableSlot * \
@@ -1094,6 +1096,8 @@ ts_bind_node(PlanState *node, void *context)
 				ti->weight = (uint64) bc->sample_every;
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
 				ti->gap_weight = ts_warm_weight(ti, 1);
+				/* ts_sample_next's shortcut relies on it */
+				Assert(ti->gap_weight < ti->weight);
 				ti->countdown = ts_sample_gap(ti, ti->gap_weight);
 				ti->node_start = 0;
 				ti->prev_loops_ns = 0.0;
