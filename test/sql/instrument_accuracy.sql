@@ -30,9 +30,11 @@ $$;
 --
 -- pg_sleep(0.2): the Result node's total is within 2% of 200 ms, and it
 -- agrees with the executor's own system-clock measurement of the whole
--- query ("Execution Time", which contains it) to within 0.5 ms.  A sleep
--- may overshoot when the machine is busy, so each source gets three tries
--- and the best one counts.
+-- query ("Execution Time", which contains it) to within 1 ms, so a TSC
+-- frequency off by 0.5% still fails.  A sleep may overshoot, and executor
+-- start-up and shutdown outside the node may stall, when the machine is
+-- busy (an emulated CPU once took over 0.5 ms in three tries running), so
+-- each source gets five tries and the best one counts.
 --
 CREATE FUNCTION pg_temp.sleep_check(source text)
 RETURNS TABLE (within_2_percent bool, matches_execution_time bool)
@@ -44,7 +46,7 @@ DECLARE
 	best_dev float8 := 'Infinity';
 	best_gap float8 := 'Infinity';
 BEGIN
-	FOR i IN 1..3 LOOP
+	FOR i IN 1..5 LOOP
 		d := pg_temp.explain_json('SELECT pg_sleep(0.2)', source);
 		node := (d #>> '{Plan,Actual Total Time}')::float8;
 		exec := (d ->> 'Execution Time')::float8;
@@ -52,10 +54,10 @@ BEGIN
 		IF node <= exec + 0.001 THEN
 			best_gap := least(best_gap, exec - node);
 		END IF;
-		EXIT WHEN best_dev <= 4.0 AND best_gap < 0.5;
+		EXIT WHEN best_dev <= 4.0 AND best_gap < 1.0;
 	END LOOP;
 	within_2_percent := best_dev <= 4.0;
-	matches_execution_time := best_gap < 0.5;
+	matches_execution_time := best_gap < 1.0;
 	RETURN NEXT;
 END
 $$;
