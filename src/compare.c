@@ -345,7 +345,7 @@ timing_source_compare(PG_FUNCTION_ARGS)
 	options[MODE_OFF] = "ANALYZE, TIMING OFF; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
 	options[MODE_SYSTEM] = "ANALYZE; BUFFERS " TS_EXPLAIN_BUFFERS_DEFAULT " (the default)";
 	options[MODE_TSC] = options[MODE_SYSTEM];
-	/* sampled timing: with the TSC through 18, with either clock on 19 */
+	/* sampled timing: with either clock wherever the wrappers are built */
 	for (int m = 0; m < NUM_MODES; m++)
 	{
 		sampled[m] = (m == MODE_SYSTEM || m == MODE_TSC) &&

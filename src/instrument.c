@@ -1621,7 +1621,14 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0)
 		return;
 
-	if (!ts_node_clock_choose(&clock))
+	/*
+	 * A statement instrumented for tracking, in its leader and workers,
+	 * is sampled at the tracking's rate; its buffer counts stay exact.
+	 */
+	bc.sample_every = ts_tracked_statement(queryDesc) ?
+		ts_track_sample_every : ts_sample_every;
+	if (!ts_node_clock_choose(&clock, bc.sample_every,
+							  (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0))
 	{
 #ifdef TS_HAVE_WATCHDOG
 		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
@@ -1633,12 +1640,6 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
 	memset(bc.nusage, 0, sizeof(bc.nusage));
-	/*
-	 * A statement instrumented for tracking, in its leader and workers,
-	 * is sampled at the tracking's rate; its buffer counts stay exact.
-	 */
-	bc.sample_every = ts_tracked_statement(queryDesc) ?
-		ts_track_sample_every : ts_sample_every;
 	bc.sample_usage = ts_sample_buffers && bc.sample_every > 1 &&
 		!ts_tracked_statement(queryDesc);
 	bc.nsampled_usage = 0;
@@ -1696,6 +1697,15 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		plan->sample_every = bc.sample_every;
 		plan->subtract = ts_subtract_overhead;
 	}
+#ifdef TS_HAVE_WATCHDOG
+	/* the watchdog judges the TSC; nodes on the system clock, its probation */
+	if (clock != TS_CLOCK_TSC)
+	{
+		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
+			ts_clock_probation_start(queryDesc);
+		return;
+	}
+#endif
 	ts_clock_query_start(queryDesc, bc.timed);
 }
 

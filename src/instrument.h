@@ -112,7 +112,7 @@ ts_clock_clamp_ns(TimingClockSource clock, instr_time *counter, double ns)
  * included.
  */
 static inline bool
-ts_node_clock_choose(TimingClockSource *clock)
+ts_node_clock_choose(TimingClockSource *clock, int sample_every, bool timer)
 {
 	if (!ts_node_wrappers)
 		return false;
@@ -133,14 +133,29 @@ ts_node_clock_samples(bool tsc)
 #define TS_HAVE_NODE_WRAPPERS 1
 #define TS_HAVE_WATCHDOG 1
 #define TS_NODE_CLOCK_TSC		1
-#define TS_NODE_CLOCK_SYSTEM	0
+#define TS_NODE_CLOCK_SYSTEM	1
 #define TS_CLOCK_TRACKS_NODES	0
 
-/* the extension's TSC; the rows-only wrappers read no clock at all */
+/*
+ * The extension's TSC, or CLOCK_MONOTONIC in nanoseconds for the sampled
+ * wrappers of a session without it; each wrapper set has one clock, so
+ * the test folds away.  The rows-only wrappers read no clock at all.
+ */
 static pg_attribute_always_inline int64
 ts_clock_read(TimingClockSource clock)
 {
-	return (int64) tsclock_read_fast();
+	if (clock == TS_CLOCK_TSC)
+		return (int64) tsclock_read_fast();
+	return (int64) tsclock_system_ns();
+}
+
+/* a positive interval of "ticks" in nanoseconds */
+static pg_attribute_always_inline uint64
+ts_clock_ns(TimingClockSource clock, int64 ticks)
+{
+	if (clock == TS_CLOCK_TSC)
+		return tsclock_ticks_to_ns((uint64) ticks);
+	return (uint64) ticks;
 }
 
 /* add a positive interval of "ticks", times weight, in nanoseconds */
@@ -148,7 +163,7 @@ static pg_attribute_always_inline void
 ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 			   uint64 weight)
 {
-	ts_instr_time_add_ns(counter, tsclock_ticks_to_ns((uint64) ticks) * weight);
+	ts_instr_time_add_ns(counter, ts_clock_ns(clock, ticks) * weight);
 }
 
 /* keep a counter at most "ns" nanoseconds (>= 0); returns what it took off */
@@ -170,7 +185,7 @@ ts_clock_clamp_ns(TimingClockSource clock, instr_time *counter, double ns)
 static inline double
 ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
 {
-	return (double) tsclock_ticks_to_ns((uint64) ticks);
+	return (double) ts_clock_ns(clock, ticks);
 }
 
 /*
@@ -178,25 +193,25 @@ ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
  * does not time them.  Deciding brings the process's view up to date;
  * the decision is then passed on, since workers this query starts must
  * decide as this process does now, also when that is the system clock.
+ * Without the TSC, core times every call with the system clock as well
+ * as a wrapper would; the wrappers take over only what core cannot do,
+ * time a sample of the calls (sample_every > 1, timed queries).
  */
 static inline bool
-ts_node_clock_choose(TimingClockSource *clock)
+ts_node_clock_choose(TimingClockSource *clock, int sample_every, bool timer)
 {
-	bool		use_tsc;
-
 	/* after a watchdog trip, re-calibrate when it is time (rarely) */
 	ts_recover_tick();
-	use_tsc = ts_session_uses_tsc();
+	*clock = ts_session_uses_tsc() ? TS_CLOCK_TSC : TS_CLOCK_SYSTEM;
 	ts_export_decision();
-	*clock = TS_CLOCK_TSC;
-	return use_tsc;
+	return *clock == TS_CLOCK_TSC || (timer && sample_every > 1);
 }
 
-/* only the TSC's wrappers sample; core times the system clock */
+/* the wrappers sample with either clock */
 static inline bool
 ts_node_clock_samples(bool tsc)
 {
-	return tsc;
+	return true;
 }
 
 #endif

@@ -46,14 +46,22 @@ note $tsc ? 'TSC usable' : 'TSC unusable on this host';
 
 # PostgreSQL 19 and later: core owns timing_clock_source (settable in
 # postgresql.conf there); the extension's wrappers (timing_source.
-# node_wrappers, on by default) read core's clock, here its TSC, and bind
-# the same nodes as on 15-18, in the leader and in every worker.
+# node_wrappers, on by default) read core's clock, its TSC where core
+# accepts one, else its system clock, and bind the same nodes as on 15-18,
+# in the leader and in every worker.  15-18 bind them under the TSC only
+# (exactly timed plans under the system clock are core's).
 my $pg_major = pg_major($node);
 my $core_owns = $pg_major >= 19;
+my $bind_clock = $tsc ? 'TSC' : undef;
 if ($core_owns)
 {
-	$node->append_conf('postgresql.conf', "timing_clock_source = 'tsc'");
-	$node->reload;
+	my ($ret) = $node->psql('postgres', "SET timing_clock_source = 'tsc'");
+	if ($ret == 0)
+	{
+		$node->append_conf('postgresql.conf', "timing_clock_source = 'tsc'");
+		$node->reload;
+	}
+	$bind_clock = $ret == 0 ? 'TSC' : 'system clock';
 	note 'core times with: ' . $node->safe_psql('postgres', 'SHOW timing_clock_source');
 }
 elsif ($tsc)
@@ -168,20 +176,23 @@ sub check_query
 	is_deeply(\@problems, [], "$label: times consistent and non-negative");
 
 	my $expect_nodes = count_nodes($doc->{Plan}, 0);
-	my @bound = $log =~ /client backend DEBUG:  timing_source: (\d+) plan nodes timed with the TSC/g;
-	if ($tsc || $core_owns)
+	my @bound = $log =~ /client backend DEBUG:  timing_source: (\d+) plan nodes timed with the (?:TSC|system clock)/g;
+	my @on_clock = defined $bind_clock
+	  ? $log =~ /client backend DEBUG:  timing_source: (\d+) plan nodes timed with the \Q$bind_clock\E/g : ();
+	if (defined $bind_clock)
 	{
-		is_deeply(\@bound, [$expect_nodes], "$label: TSC path bound $expect_nodes nodes");
+		is_deeply([ @bound, @on_clock ], [ $expect_nodes, $expect_nodes ],
+			"$label: the wrappers bound $expect_nodes nodes, with the $bind_clock");
 	}
 	else
 	{
 		is_deeply(\@bound, [], "$label: system clock, no node bound");
 	}
-	if ($opt{parallel} && ($tsc || $core_owns))
+	if ($opt{parallel} && defined $bind_clock)
 	{
 		my $launched = $doc->{Plan}{Plans}[0]{'Workers Launched'} // 0;
 		my $below = count_nodes($doc->{Plan}, 1);
-		my @worker = $log =~ /parallel worker DEBUG:  timing_source: (\d+) plan nodes timed with the TSC/g;
+		my @worker = $log =~ /parallel worker DEBUG:  timing_source: (\d+) plan nodes timed with the \Q$bind_clock\E/g;
 		ok($launched > 0, "$label: $launched workers launched");
 		is_deeply(\@worker, [ ($below) x $launched ],
 			"$label: each worker bound the $below nodes below Gather");

@@ -26,9 +26,10 @@
 # False failure: with 200 runs and a true coverage of 95%, fewer than
 # 180 covered runs has probability 0.0012 (binomial); with 94%, 0.009.
 #
-# Where nothing samples (15-18 without a usable TSC in use: core times
+# Where nothing samples (15-18 in a build without a counter: core times
 # every call) the function says every node is exact, and that is checked
-# instead.
+# instead.  Without the TSC the wrappers sample with the system clock, and
+# the same checks apply.
 #
 use strict;
 use warnings;
@@ -73,9 +74,8 @@ $node->safe_psql('postgres', q{
 	VACUUM ANALYZE durs, durs_big, durs_few;
 });
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
-my $tsc = $node->safe_psql('postgres', 'SHOW timing_clock_source') eq 'auto (tsc)';
-my $samples = $major >= 19 || $tsc;
-note $samples ? 'the wrappers sample on this server' : 'nothing samples on this server';
+my $samples = wrappers_sample($node);
+note 'sessions time with ' . $node->safe_psql('postgres', 'SHOW timing_clock_source');
 
 # the scan's row of one run: total_ms, margin_ms, reliable, sampled_calls, execution_ms
 sub scan_run

@@ -17,7 +17,7 @@ use warnings;
 use Exporter 'import';
 use Test::More;
 
-our @EXPORT = qw(expect_tsc_state pg_major skip_all_from_major start_preloaded tsc_of);
+our @EXPORT = qw(expect_tsc_state pg_major skip_all_from_major start_preloaded tsc_of wrappers_sample);
 
 # expect_tsc_state(NODE [, DBNAME]): the extension must exist in DBNAME
 sub expect_tsc_state
@@ -84,6 +84,24 @@ sub tsc_of
 	$tsc = $tsc eq 't';
 	note $tsc ? "TSC usable at $khz kHz" : 'TSC unusable on this server';
 	return ($tsc, $khz);
+}
+
+# wrappers_sample(NODE): whether the extension's wrappers time a sample of
+# the calls (timing_source.sample_every > 1) on this server.  On 19 they
+# do under core's clock, whichever it is; on 15-18 under the TSC or,
+# where the session does not use it, the system clock, in every build that
+# reads a counter (x86-64, arm64).  A build for another CPU has no
+# wrappers on 15-18, and core times every call.  The extension must exist
+# in the postgres database.
+sub wrappers_sample
+{
+	my ($node) = @_;
+	return 1 if pg_major($node) >= 19;
+	my $reason = $node->safe_psql('postgres',
+		q{SELECT coalesce(reason_unusable, '') FROM timing_source_tsc()});
+	my $samples = $reason !~ /^This build of timing_source is not for x86-64 or arm64/;
+	note $samples ? 'the wrappers sample on this server' : 'nothing samples on this server (no counter in this build)';
+	return $samples;
 }
 
 1;

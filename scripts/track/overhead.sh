@@ -12,18 +12,18 @@
 #   every bench query (bench.sh's list): psql's client-side time
 # for each clock: on 15-18 the TSC (where usable) and the system clock
 # (timing_clock_source), on 19 core's clock as core chose it.  The tracked
-# runs use the server's timing_source.track_sample_every; on a clock that
-# samples (not the system clock on 15-18, where core times every call) a
-# sweep of track_sample_every over TRACK_SWEEP runs the bench queries too,
-# and the smallest rate that keeps every query within the target is named.
+# runs use the server's timing_source.track_sample_every; on every clock
+# (the wrappers sample with each) a sweep of track_sample_every over
+# TRACK_SWEEP runs the bench queries too, and the smallest rate that keeps
+# every query within the target is named.
 #
 # TRACK_EVERY=N (--track-every N): the tracked runs count the nodes of 1 in
 # N executions (timing_source.track_every), the opt-in alternative to
 # instrumenting every tracked execution.
 #
-# TRACK_PROXY=1 (--track-proxy): auto_explain (log_analyze, and
-# log_timing except under the system clock, a log_min_duration no query
-# reaches) with timing_source.sample_every stands in for tracking: the
+# TRACK_PROXY=1 (--track-proxy): auto_explain (log_analyze and log_timing
+# on, a log_min_duration no query reaches) with
+# timing_source.sample_every stands in for tracking: the
 # same instrumentation without the statistics (no plan id, no shared
 # memory), so the two runs' difference is what the aggregation costs.
 TRACK_SWEEP=${TRACK_SWEEP:-16 64 256 1024}
@@ -47,7 +47,7 @@ track_settings() {
 		else
 			echo "auto_explain.log_min_duration=3600000"
 			echo "auto_explain.log_analyze=on"
-			[ "$clock" = system ] && echo "auto_explain.log_timing=off" || echo "auto_explain.log_timing=on"
+			echo "auto_explain.log_timing=on"
 			echo "timing_source.sample_every=$every"
 		fi
 	elif [ -z "$every" ]; then
@@ -107,7 +107,6 @@ track_section() {
 	done
 	for clock in "${clocks[@]}"; do
 		variants+=("$clock:none" "$clock:top")
-		[ "$clock" = system ] && continue
 		for v in "${sweep[@]}"; do variants+=("$clock:$v"); done
 	done
 
@@ -247,7 +246,6 @@ track_section() {
 	rates=$(tr ' ' '\n' <<<"$TRACK_SWEEP $track_default" | grep . | sort -n -u | tr '\n' ' ')
 	local stat
 	for clock in "${clocks[@]}"; do
-		[ "$clock" = system ] && continue
 		for stat in median best; do
 			if [ "$stat" = median ]; then local -n qstat=qmd; else local -n qstat=qbest; fi
 			echo

@@ -73,18 +73,19 @@ RESET timing_source.sample_every;
 SELECT bool_and(sample_every IS NULL) AS exact_by_default
   FROM timing_source_explain_nodes('SELECT count(*) FROM en_t');
 
--- sampled: the wrappers sample with the TSC through 18 (core times
--- under the system clock, exactly), with either clock on 19; Hash runs
+-- sampled: the wrappers sample with the TSC or the system clock through
+-- 18 (not in a build without a counter, where core times every call),
+-- with either of core's clocks on 19; Hash runs
 -- through MultiExecProcNode and stays exact.  A sampled node that ran
 -- says whether its estimate has an interval, and has a margin exactly
 -- when it does; a node whose every call was the first of its loop is
 -- exact, margin 0.
 SELECT ts_set_tsc() AS tsc_set_where_available;
 CREATE TEMP TABLE en_samples AS
-SELECT n.*, current_setting('server_version_num')::int >= 190000 OR t.available AS can_sample
+SELECT n.*, ts_wrappers_sample() AS can_sample
   FROM timing_source_explain_nodes(
     $$SELECT a.k, count(*) FROM en_t a JOIN en_t b ON a.id = b.id
-       GROUP BY a.k$$, 4) n, timing_source_tsc() t;
+       GROUP BY a.k$$, 4) n;
 SELECT node_id, node_type,
        (sample_every IS NOT NULL) = (can_sample AND node_type <> 'Hash') AS sampled_where_expected,
        coalesce(sample_every = 4, true) AS n_as_asked,
@@ -112,11 +113,11 @@ SELECT CASE WHEN can_sample
 -- half a percent of its total (to the printed 0.001 ms).  300 calls give
 -- about 58 sampled ones (fewer than 30 with odds of about 1e-6).
 CREATE TEMP TABLE en_sort AS SELECT g, md5(g::text) AS m FROM generate_series(1, 20000) g;
-SELECT CASE WHEN t.available OR current_setting('server_version_num')::int >= 190000
+SELECT CASE WHEN ts_wrappers_sample()
             THEN n.estimate_reliable AND n.margin_ms >= 0.005 * n.total_ms - 0.001
             ELSE n.sample_every IS NULL END AS margin_floor
   FROM timing_source_explain_nodes(
-    $$SELECT * FROM en_sort ORDER BY m LIMIT 300$$, 64) n, timing_source_tsc() t
+    $$SELECT * FROM en_sort ORDER BY m LIMIT 300$$, 64) n
  WHERE n.node_type = 'Sort';
 
 -- a scan of 31 rows makes 31 calls after its first (the last returns no
@@ -126,13 +127,12 @@ SELECT CASE WHEN t.available OR current_setting('server_version_num')::int >= 19
 -- exact would call about half of them reliable.  (Each run's query text
 -- differs, so that each is run, not a rescan of the first.)
 CREATE TEMP TABLE en_31 AS SELECT g FROM generate_series(1, 31) g;
-SELECT CASE WHEN bool_and(t.available) OR current_setting('server_version_num')::int >= 190000
+SELECT CASE WHEN ts_wrappers_sample()
             THEN bool_and(NOT n.estimate_reliable AND n.margin_ms IS NULL AND n.sampled_calls <= 1)
             ELSE bool_and(n.sample_every IS NULL) END AS weighted_not_exact,
        count(*) AS runs
   FROM generate_series(1, 20) r,
-       LATERAL timing_source_explain_nodes('SELECT * FROM en_31 WHERE g > -' || r, 64) n,
-       timing_source_tsc() t;
+       LATERAL timing_source_explain_nodes('SELECT * FROM en_31 WHERE g > -' || r, 64) n;
 -- privileges: monitoring roles only
 SELECT has_function_privilege('public', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS public_may,
        has_function_privilege('pg_monitor', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS pg_monitor_may;

@@ -51,6 +51,18 @@ BEGIN
 END
 $$;
 
+-- whether the extension's wrappers time a sample of the calls
+-- (timing_source.sample_every > 1) on this server: on 19 under core's
+-- clock, whichever it is; on 15-18 under the TSC or, in a session without
+-- it, the system clock, in every build that reads a counter (x86-64,
+-- arm64).  A build for another CPU has no wrappers on 15-18, and core
+-- times every call.
+CREATE FUNCTION ts_wrappers_sample() RETURNS bool LANGUAGE sql AS $$
+	SELECT current_setting('server_version_num')::int >= 190000
+		OR coalesce(reason_unusable, '') NOT LIKE 'This build of timing_source is not for x86-64 or arm64%'
+	  FROM timing_source_tsc()
+$$;
+
 -- the case: TS_EXPECT_TSC must name the server's TSC state exactly
 \getenv expect_tsc TS_EXPECT_TSC
 \if :{?expect_tsc}

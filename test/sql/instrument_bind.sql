@@ -10,7 +10,8 @@
 -- instrument_bind_1.out for one where it is not (PostgreSQL 15-18: the
 -- hook then binds nothing and prints nothing).  The harness checks that a
 -- run matched the output of the case TS_EXPECT_TSC names.  On 19 the
--- system clock's binding is instrument_bind_core's.
+-- system clock's binding is instrument_bind_core's (on a host without a
+-- usable TSC, 19 prints instrument_bind_1.out too: see below).
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS timing_source;
@@ -42,7 +43,12 @@ SET jit = off;
 -- call cannot add messages of their own
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') IS NOT NULL AS warmed_up;
 
-SET client_min_messages = debug1;
+-- the binding reports: 19's wrappers bind under core's system clock too,
+-- which instrument_bind_core checks; here, on 19 without the TSC, they are
+-- not this file's case and stay hidden (15-18 bind nothing there, shown)
+SELECT CASE WHEN :'src' = 'system' AND current_setting('server_version_num')::int >= 190000
+            THEN 'notice' ELSE 'debug1' END AS bind_messages \gset
+SET client_min_messages = :'bind_messages';
 SET timing_clock_source = :'src';
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') AS timed \gset
 SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a',

@@ -7,11 +7,13 @@
 -- printed: the figures of each run are compared by SQL, only the verdicts
 -- are shown.
 --
--- Core's own path: the system clock on 15-18 (the wrappers are not bound
--- and core's InstrStartNode/InstrStopNode count), timing_source.node_wrappers
--- off on 19 and later.  The extension's: the TSC on 15-18, the wrappers
--- on 19.  Where the TSC is unusable (15-18) the extension's path is core's
--- again, and nothing samples; the checks then say so (sampled_here).
+-- Core's own path: the system clock, timed exactly, on 15-18 (the
+-- wrappers are not bound and core's InstrStartNode/InstrStopNode count),
+-- timing_source.node_wrappers off on 19 and later.  The extension's: on
+-- 15-18 the TSC, or where it is unusable the system clock's wrappers
+-- (sampled runs only), the wrappers on 19.  In a build without a counter
+-- (15-18) the extension's path is core's again, and nothing samples; the
+-- checks then say so (sampled_here).
 --
 -- 15-17 refuse timing_source.sample_buffers (their EXPLAIN cannot mark
 -- estimates): instrument_buffers_2.out.
@@ -21,8 +23,9 @@ SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS timing_source;
 RESET client_min_messages;
 
-SELECT :'core_owns_setting'::bool OR available AS sampled_here FROM timing_source_tsc() \gset
+SELECT ts_wrappers_sample() AS sampled_here, available AS tsc_here FROM timing_source_tsc() \gset
 SET ts_test.sampled_here = :'sampled_here';
+SET ts_test.tsc_here = :'tsc_here';
 SET ts_test.core_owns_setting = :'core_owns_setting';
 
 -- the tables, frozen and read once, so that every later scan finds its
@@ -47,7 +50,7 @@ BEGIN
 		PERFORM set_config('timing_source.node_wrappers', ext::text, false);
 	ELSE
 		PERFORM set_config('timing_clock_source',
-						   CASE WHEN ext AND current_setting('ts_test.sampled_here')::bool
+						   CASE WHEN ext AND current_setting('ts_test.tsc_here')::bool
 								THEN 'tsc' ELSE 'system' END, false);
 	END IF;
 	PERFORM set_config('timing_source.sample_every', every::text, false);

@@ -28,11 +28,13 @@ SELECT count(*) FILTER (WHERE mode = 'tsc') =
   FROM timing_source_compare('SELECT 1', 1);
 
 -- with sampled timing set, explain_options names it for the modes it
--- applies to: the TSC's through 18; on 19 the wrappers sample with core's
--- clock, whichever it is, so both timed modes
+-- applies to: both timed modes wherever the wrappers sample (through 18
+-- with the TSC and the system clock, on 19 with core's clock); the TSC's
+-- alone where they do not (a build without a counter, which has no TSC
+-- mode either)
 SET timing_source.sample_every = 8;
 SELECT bool_and(coalesce(explain_options LIKE '%; timing_source.sample_every = 8', false) =
-                (mode = 'tsc' OR (mode = 'system' AND current_setting('server_version_num')::int >= 190000)))
+                (mode = 'tsc' OR (mode = 'system' AND ts_wrappers_sample())))
          AS options_name_sampling_where_it_applies
   FROM timing_source_compare('SELECT 1', 1);
 -- top_margin_pct: the margin of the top node's estimate, exactly for the
