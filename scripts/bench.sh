@@ -28,7 +28,9 @@
 #   sys+buf    EXPLAIN (ANALYZE, BUFFERS ON), system clock
 #   tsc+buf    EXPLAIN (ANALYZE, BUFFERS ON), TSC (18's default EXPLAIN ANALYZE)
 #   tsc/64     EXPLAIN (ANALYZE, BUFFERS OFF), TSC, timing_source.sample_every = 64
-# rotating the order in every round.  Every variant is timed the same way:
+#   sys/64     the same under the system clock (where the build's wrappers
+#              sample: every x86-64 and arm64 build)
+# (without a usable TSC: plain, off, system, sys+buf and sys/64), rotating the order in every round.  Every variant is timed the same way:
 # psql's client-side time of the whole statement (planning and the tiny
 # EXPLAIN output included), so ratios to the plain query are fair.  It
 # prints the medians, their ratios, and the cost of one clock read,
@@ -40,7 +42,8 @@
 # (s64+est: scan nodes estimate usage from their sampled calls; where the
 # server accepts it, 18 and later), their medians and ratios to plain.
 #
-# With the TSC usable, the accuracy of sampled and of exact timing: per
+# The accuracy of sampled and of exact timing, under the TSC where it is
+# usable, else under the system clock (where the wrappers sample): per
 # query, the same EXPLAIN (ANALYZE, FORMAT JSON) exactly timed, with
 # sample_every = 64, with TIMING OFF ("untimed": its Execution Time is the
 # query without clock reads) and, three times a round, with
@@ -98,7 +101,10 @@
 # plan, the overhead of each mode over plain, per query and overall, with
 # the targets and the nodes that miss them; CSV in
 # bench/results/bench-<time>-tpch-nodes.csv and -tpch-queries.csv.
-# Parallel query is off for it.  On 15-18 it needs the TSC.
+# Parallel query is off for it.  On 15-18 it times with the TSC where the
+# session can use it, else with the system clock (the report names which);
+# a build without the wrappers (not x86-64 or arm64) cannot sample, and the
+# run says so and stops.
 #
 # Tracking (scripts/track/overhead.sh), after the rest where the server
 # has timing_source.track_nodes (a note and nothing else where it has not;
@@ -256,11 +262,36 @@ pgnum=$(psql_db -At -c 'SHOW server_version_num')
 clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
 stamp=$(date -u +%Y%m%d-%H%M%S)
 
+# samp_clock SETUP: on 15-18, the clock the extension's sampled timing
+# runs on in a session of this server: "tsc" where the session can use the
+# TSC, else "system" where the wrappers sample under the system clock (a
+# build that reads a counter: x86-64, arm64), else nothing (a build for
+# another CPU has no wrappers there, and core times every call).  Creates
+# the extension in ts_bench for timing_source_tsc()'s reason.
+samp_clock() {
+	local reason
+	if psql_db -At >/dev/null 2>&1 <<<"$1
+SET timing_clock_source = 'tsc';"; then
+		echo tsc
+		return 0
+	fi
+	reason=$(psql_db -qAt -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
+		-c 'ALTER EXTENSION timing_source UPDATE' -c "SELECT coalesce(reason_unusable, '') FROM timing_source_tsc()") ||
+		return 0
+	case $reason in
+		'This build of timing_source is not for x86-64 or arm64'*) ;;
+		*) echo system ;;
+	esac
+}
+
+# "TSC" or "system clock", for headings
+clock_name() { [ "$1" = tsc ] && echo TSC || echo 'system clock'; }
+
 # ---- the TPC-H-shaped accuracy run (scripts/tpch/) ----
-# On 15-18 it needs the TSC (under the system clock sampling has no effect);
-# on 19 it runs the wrappers (node_wrappers on) on core's clock.
+# On 15-18 it runs on the clock sampled timing uses (samp_clock); on 19
+# the wrappers (node_wrappers on) on core's clock.
 tpch_section() {
-	local tsetup clock_sql
+	local tsetup clock_sql src
 	. "$ROOT/scripts/tpch/accuracy.sh"
 	if [ "$pgnum" -ge 190000 ]; then
 		tsetup="SET jit = off;
@@ -269,18 +300,29 @@ SELECT current_setting('timing_source.node_wrappers', true) IS NULL AS need_load
 LOAD 'timing_source';
 \\endif"
 		clock_sql="SET timing_source.node_wrappers = on;"
+		tpch_clock="core's clock (timing_clock_source = $(psql_db -At -c 'SHOW timing_clock_source'))"
 	else
 		tsetup="SET jit = off;
 SELECT current_setting('timing_clock_source', true) IS NULL AS need_load \\gset
 \\if :need_load
 LOAD 'timing_source';
 \\endif"
-		clock_sql="SET timing_clock_source = 'tsc';"
-		if ! psql_db -At >/dev/null 2>&1 <<<"$tsetup
-$clock_sql"; then
-			echo "TPC-H accuracy run: it measures exact and sampled timing with the TSC, which is not usable on this machine; not run" >&2
+		src=$(samp_clock "$tsetup")
+		if [ -z "$src" ]; then
+			echo "TPC-H accuracy run: sampled timing needs the node wrappers, which this build of timing_source does not have on PostgreSQL $pgver (not x86-64 or arm64); not run" >&2
 			return 1
 		fi
+		if [ "$src" != tsc ]; then
+			echo "TPC-H accuracy run: the TSC is not usable on this machine; every mode times with the system clock" >&2
+			# there core times exact plans, and nothing is estimated or
+			# subtracted: the mode would only repeat exact
+			if [ "$tpch_subtract" = 1 ]; then
+				tpch_subtract=0
+				tpch_nosub="on PostgreSQL 15-18 core times exact plans with the system clock, and nothing is subtracted"
+			fi
+		fi
+		clock_sql="SET timing_clock_source = '$src';"
+		tpch_clock=$(clock_name "$src")
 	fi
 	psql_db -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
 		-c 'ALTER EXTENSION timing_source UPDATE'
@@ -568,23 +610,24 @@ tsc_ok=$(psql_db -At <<-EOF
 EOF
 )
 [ "$tsc_ok" = loaded ] || { echo "timing_source cannot be loaded" >&2; exit 1; }
-if psql_db -At >/dev/null 2>&1 <<-EOF
-	$setup_sql
-	SET timing_clock_source = 'tsc';
-EOF
-then
+# sampled timing's clock: the TSC, else the system clock, else none
+samp_src=$(samp_clock "$setup_sql")
+if [ "$samp_src" = tsc ]; then
 	tsc_ok=1
 else
 	tsc_ok=0
 	echo "note: the TSC is not usable on this machine; tsc columns are empty" >&2
+	[ -n "$samp_src" ] ||
+		echo "note: this build of timing_source has no node wrappers here (not x86-64 or arm64), so nothing samples; sys/64 is empty" >&2
 fi
 
 
 echo
 echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; $reps rounds per variant"
 
-variants=(plain off lean system tsc sysbuf tscbuf tsc64)
-[ "$tsc_ok" = 1 ] || variants=(plain off system sysbuf)
+variants=(plain off lean system tsc sysbuf tscbuf tsc64 sys64)
+[ "$tsc_ok" = 1 ] || variants=(plain off system sysbuf sys64)
+[ -n "$samp_src" ] || variants=(plain off system sysbuf)
 
 mkdir -p "$csvdir"
 raw_csv="$csvdir/bench-$stamp.csv"
@@ -592,7 +635,7 @@ sum_csv="$csvdir/bench-$stamp-summary.csv"
 pgb_csv="$csvdir/bench-$stamp-pgbench.csv"
 acc_csv="$csvdir/bench-$stamp-sampled.csv"
 echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
-echo "cpu,postgresql,query,timed_rows,plain,off,lean,system,tsc,sysbuf,tscbuf,tsc64,off_plain,lean_plain,tsc_plain,tsc_lean,sys_tsc,tscbuf_tsc,sysbuf_tscbuf,tsc64_lean,tsc64_plain,ns_per_read_system,ns_per_read_tsc" >"$sum_csv"
+echo "cpu,postgresql,query,timed_rows,plain,off,lean,system,tsc,sysbuf,tscbuf,tsc64,off_plain,lean_plain,tsc_plain,tsc_lean,sys_tsc,tscbuf_tsc,sysbuf_tscbuf,tsc64_lean,tsc64_plain,ns_per_read_system,ns_per_read_tsc,sys64,sys64_plain" >"$sum_csv"
 
 # one measured statement of a variant: its settings first, then a marker
 # line, then the statement, whose client-side time is taken
@@ -607,6 +650,7 @@ statement() {
 		sysbuf) opts="ANALYZE, BUFFERS ON" ;;
 		tscbuf) src=tsc opts="ANALYZE, BUFFERS ON" ;;
 		tsc64) src=tsc every=64 ;;
+		sys64) every=64 ;;
 	esac
 	echo "SET timing_clock_source = '$src';"
 	echo "SET timing_source.sample_every = $every;"
@@ -657,7 +701,7 @@ for entry in "${queries[@]}"; do
 		echo "\\o"
 	)
 	declare -A md=()
-	run_rounds "$name" "$script" plain off lean system tsc sysbuf tscbuf tsc64
+	run_rounds "$name" "$script" plain off lean system tsc sysbuf tscbuf tsc64 sys64
 	off_plain=$(ratio "${md[off]}" "${md[plain]}")
 	lean_plain=$(ratio "${md[lean]}" "${md[plain]}")
 	tsc_plain=$(ratio "${md[tsc]}" "${md[plain]}")
@@ -667,30 +711,31 @@ for entry in "${queries[@]}"; do
 	sysbuf_tscbuf=$(ratio "${md[sysbuf]}" "${md[tscbuf]}")
 	tsc64_lean=$(ratio "${md[tsc64]}" "${md[lean]}")
 	tsc64_plain=$(ratio "${md[tsc64]}" "${md[plain]}")
+	sys64_plain=$(ratio "${md[sys64]}" "${md[plain]}")
 	ns_sys=$(per_read "${md[system]}" "${md[off]}" "$timed_rows")
 	ns_tsc=$(per_read "${md[tsc]}" "${md[lean]}" "$timed_rows")
 
-	table1+=("$(printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s' "$name" "$timed_rows" \
+	table1+=("$(printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s' "$name" "$timed_rows" \
 		"${md[plain]}" "${md[off]}" "${md[lean]}" "${md[system]}" "${md[tsc]}" \
-		"${md[sysbuf]}" "${md[tscbuf]}" "${md[tsc64]}")")
-	table2+=("$(printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s' "$name" \
+		"${md[sysbuf]}" "${md[tscbuf]}" "${md[tsc64]}" "${md[sys64]}")")
+	table2+=("$(printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %9s %7s %7s' "$name" \
 		"$off_plain" "$lean_plain" "$tsc_plain" "$tsc_lean" "$sys_tsc" "$tscbuf_tsc" \
-		"$sysbuf_tscbuf" "$tsc64_lean" "$tsc64_plain" "$ns_sys" "$ns_tsc")")
-	echo "\"$cpu\",\"$pgver\",\"$name\",$timed_rows,${md[plain]},${md[off]},${md[lean]},${md[system]},${md[tsc]},${md[sysbuf]},${md[tscbuf]},${md[tsc64]},$off_plain,$lean_plain,$tsc_plain,$tsc_lean,$sys_tsc,$tscbuf_tsc,$sysbuf_tscbuf,$tsc64_lean,$tsc64_plain,$ns_sys,$ns_tsc" >>"$sum_csv"
+		"$sysbuf_tscbuf" "$tsc64_lean" "$tsc64_plain" "$sys64_plain" "$ns_sys" "$ns_tsc")")
+	echo "\"$cpu\",\"$pgver\",\"$name\",$timed_rows,${md[plain]},${md[off]},${md[lean]},${md[system]},${md[tsc]},${md[sysbuf]},${md[tscbuf]},${md[tsc64]},$off_plain,$lean_plain,$tsc_plain,$tsc_lean,$sys_tsc,$tscbuf_tsc,$sysbuf_tscbuf,$tsc64_lean,$tsc64_plain,$ns_sys,$ns_tsc,${md[sys64]},$sys64_plain" >>"$sum_csv"
 	unset md
 done
 
 echo
 echo "Medians in ms, client-side time of the whole statement:"
-printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s\n' query timed_rows plain off lean system tsc 'sys+buf' 'tsc+buf' 'tsc/64'
+printf '%-22s %10s %8s %8s %8s %8s %8s %8s %8s %8s %8s\n' query timed_rows plain off lean system tsc 'sys+buf' 'tsc+buf' 'tsc/64' 'sys/64'
 printf '%s\n' "${table1[@]}"
 echo
 echo "Ratios of the medians (off = core's TIMING OFF, lean = timing_source's), and ns per clock read:"
-printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' query off/plain lean/plain tsc/plain tsc/lean sys/tsc 'tsc+buf/' 'sys+buf/' 'tsc64/' 'tsc64/' ns/read ns/read
-printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain system tsc
+printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %9s %7s %7s\n' query off/plain lean/plain tsc/plain tsc/lean sys/tsc 'tsc+buf/' 'sys+buf/' 'tsc64/' 'tsc64/' 'sys64/' ns/read ns/read
+printf '%-22s %9s %9s %9s %8s %8s %9s %9s %9s %9s %9s %7s %7s\n' '' '' '' '' '' '' tsc 'tsc+buf' lean plain plain system tsc
 printf '%s\n' "${table2[@]}"
 
-[ "$tsc_ok" = 1 ] && sampled_buffers "$setup_sql" "SET timing_clock_source = 'tsc';"
+[ -n "$samp_src" ] && sampled_buffers "$setup_sql" "SET timing_clock_source = '$samp_src';"
 
 # ---- accuracy of sampled timing (1 in 64) and of exact timing, against
 # references that carry no exact timing's cost ----
@@ -702,7 +747,13 @@ printf '%s\n' "${table2[@]}"
 # Time (median) for the top node; for the others the mean of the reference
 # runs, an unbiased estimate (calls chosen at random, each counting 256
 # times) whose clock reads cost 1/256 of exact timing's.
-if [ "$tsc_ok" = 1 ]; then
+if [ -n "$samp_src" ]; then
+	# exact with overhead subtracted: where the setting exists and the
+	# wrappers time exact plans (under the system clock on 15-18 core does,
+	# and nothing is subtracted)
+	can_sub=false
+	[ "$samp_src" = tsc ] && [ "$(psql_db -At -c "SELECT current_setting('timing_source.subtract_overhead', true) IS NOT NULL")" = t ] &&
+		can_sub=true
 	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
@@ -710,14 +761,14 @@ if [ "$tsc_ok" = 1 ]; then
 		acc=$(psql_db -At -F ' ' <<-EOF
 			$setup_sql
 			$settings
-			SET timing_clock_source = 'tsc';
+			SET timing_clock_source = '$samp_src';
 			CREATE FUNCTION pg_temp.node_totals(q text, every int) RETURNS float8[] LANGUAGE plpgsql AS \$\$
 			DECLARE d jsonb;
 			BEGIN
 				-- every = 0: TIMING OFF, and only the Execution Time;
 				-- every = -1: exact, with the estimated timing cost subtracted
 				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
-				IF current_setting('timing_source.subtract_overhead', true) IS NOT NULL THEN
+				IF $can_sub THEN
 					PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
 				END IF;
 				IF every = 0 THEN
@@ -734,7 +785,7 @@ if [ "$tsc_ok" = 1 ]; then
 			DECLARE
 				-- the subtracted mode only where the setting exists (its
 				-- column is empty otherwise)
-				order_ int[] := CASE WHEN current_setting('timing_source.subtract_overhead', true) IS NOT NULL
+				order_ int[] := CASE WHEN $can_sub
 								THEN ARRAY[1, 64, 0, 256, -1, 256, 256] ELSE ARRAY[1, 64, 0, 256, 256, 256] END;
 				n int := cardinality(order_);
 			BEGIN
@@ -776,10 +827,10 @@ if [ "$tsc_ok" = 1 ]; then
 		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big,${sub_untimed/#-/},${worst_sub/#-/}" >>"$acc_csv"
 	done
 	echo
-	echo "Sampled (1 in 64) and exact TSC timing against references without exact timing's cost, per-node total time,"
+	echo "Sampled (1 in 64) and exact timing, $(clock_name "$samp_src"), against references without exact timing's cost, per-node total time,"
 	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
 	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
-	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here):"
+	echo "subtracted = exact with timing_source.subtract_overhead on ('-': $([ "$samp_src" = tsc ] && echo 'the setting does not exist here' || echo 'under the system clock core times exact plans, and nothing is subtracted')):"
 	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top ref/' \
 		'worst node' 'worst node' 'worst node' 'nodes'
 	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed untimed 'sampled %' 'exact %' \

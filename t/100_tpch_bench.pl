@@ -7,11 +7,14 @@
 # scale); what is checked is that the report is complete and its numbers
 # are numbers where they must be.
 #
-# On 15-18 the run needs the TSC (sampled timing does nothing under the
-# system clock): where it is unusable the script must say so and fail.
+# On 15-18 the run times with the TSC where the session can use it, else
+# with the system clock, and its heading must name which; a build without
+# the wrappers (nothing samples there) must say so and fail.
 # Where the server has no timing_source.subtract_overhead, the run with
 # the subtracted mode must stop with an error naming the setting, and
-# --tpch-no-subtract must leave that mode out, saying so.
+# --tpch-no-subtract must leave that mode out, saying so; under the system
+# clock on 15-18 (core times exact plans, nothing is subtracted) the run
+# must leave it out by itself, saying why.
 #
 use strict;
 use warnings;
@@ -59,18 +62,22 @@ sub bench
 	return ($ok, $out, $err);
 }
 
-if ($major < 19 && !$tsc)
+if (!wrappers_sample($node))
 {
 	my ($ok, $out, $err) = bench('--tpch-scale', '0.002', '--tpch-rounds', '1', '--tpch-no-subtract');
-	ok(!$ok, 'without a usable TSC the run fails');
-	like($err, qr/it measures exact and sampled timing with the TSC, which is not usable on this machine; not run/,
+	ok(!$ok, 'where nothing samples the run fails');
+	like($err, qr/sampled timing needs the node wrappers, which this build of timing_source does not have .*; not run/,
 		'and says why');
 	done_testing();
 	exit 0;
 }
 
+# whether exact plans are timed by the extension's wrappers, which alone
+# estimate and subtract the timing's cost
+my $wrapped_exact = $major >= 19 || $tsc;
+
 my ($ok, $out, $err);
-if (!$has_subtract)
+if (!$has_subtract && $wrapped_exact)
 {
 	($ok, $out, $err) = bench('--tpch-scale', '0.002', '--tpch-rounds', '1');
 	ok(!$ok, 'asked for the subtracted mode on a server without the setting: the run fails');
@@ -102,6 +109,22 @@ for my $col ('nodes>=1ms', 'plain ms', 'untimed/', 'exact/', 'exsub/', 'sampled/
 	like($out, qr/\|\s\Q$col\E\s/, "column \"$col\"");
 }
 like($out, qr/accuracy run: CPU \S.* \(\d+ CPUs\)/, 'the CPU is named');
+my $clock = $major >= 19 ? qr/core's clock \(timing_clock_source = \w+\)/
+  : $tsc ? qr/TSC/ : qr/system clock/;
+like($out, qr/^TPC-H-shaped accuracy run: .*; nodes timed with the $clock$/m,
+	'and the clock that timed the nodes');
+if ($major < 19)
+{
+	if ($tsc)
+	{
+		unlike($err, qr/every mode times with the system clock/, 'with the TSC, no note of the system clock');
+	}
+	else
+	{
+		like($err, qr/the TSC is not usable on this machine; every mode times with the system clock/,
+			'without the TSC, a note that the system clock times every mode');
+	}
+}
 for my $t ('median per-node error <= 5%', 'interval coverage >= 90%',
 	'top node within 5% on every query', 'shares within 5 pp')
 {
@@ -119,10 +142,17 @@ like($cov // '', qr/^(\d+(\.\d+)?%|-)$/, 'the coverage is a figure, or not run')
 cmp_ok($node->safe_psql('ts_bench',
 		q{SELECT count(*) FROM tpch_run.obs WHERE mode = 'sampled' AND margin_ms > 0}),
 	'>', 0, 'the sampled runs recorded their margins');
-if ($has_subtract)
+if ($has_subtract && $wrapped_exact)
 {
 	my ($top) = $out =~ /top node within 5% on every query[^|]*\|\s*worst (\S+)/;
 	like($top // '', qr/^\d+(\.\d+)?%$/, 'the subtracted top-node error is a figure');
+}
+elsif (!$wrapped_exact)
+{
+	like($out, qr/exsub\): not run \(on PostgreSQL 15-18 core times exact plans with the system clock, and nothing is subtracted\)/,
+		'under the system clock the report says why exsub was not run');
+	is($node->safe_psql('ts_bench', q{SELECT count(*) FROM tpch_run.obs WHERE mode = 'exactsub'}), '0',
+		'and no exsub run was recorded');
 }
 else
 {

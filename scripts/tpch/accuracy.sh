@@ -1,6 +1,7 @@
 # scripts/tpch/accuracy.sh -- the TPC-H accuracy run of scripts/bench.sh
 # (--tpch, --tpch-only).  Sourced by bench.sh, which provides psql_db,
-# setup_sql, cpu, pgver, pgnum, csvdir and stamp.
+# setup_sql, cpu, pgver, pgnum, csvdir, stamp and tpch_clock (the clock's
+# name, for the heading).
 #
 # tpch_load SCALE: the schema tpch of ts_bench, rebuilt only when the
 # generator (schema.sql, data.sql, keys.sql) or the scale changed; the
@@ -122,11 +123,11 @@ SET max_parallel_workers_per_gather = 0;
 	done < <(tpch_queries)
 
 	echo
-	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver"
+	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; nodes timed with the ${tpch_clock:-TSC}"
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
 		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
 		"$((SECONDS - start)) s"
-	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (--tpch-no-subtract)"
+	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (${tpch_nosub:---tpch-no-subtract})"
 	psql_db -q <<-EOF
 		SELECT set_config('tpch.sample', '$sample', false) AS s, set_config('tpch.ref_se_max', '$ref_se_max', false) AS r,
 			   set_config('tpch.ref', '$ref', false) AS f \\gset
