@@ -300,7 +300,7 @@ SELECT current_setting('timing_source.node_wrappers', true) IS NULL AS need_load
 LOAD 'timing_source';
 \\endif"
 		clock_sql="SET timing_source.node_wrappers = on;"
-		tpch_clock="core's clock (timing_clock_source = $(psql_db -At -c 'SHOW timing_clock_source'))"
+		tpch_clock="core's clock (timing_clock_source: $(psql_db -At -c 'SHOW timing_clock_source'))"
 	else
 		tsetup="SET jit = off;
 SELECT current_setting('timing_clock_source', true) IS NULL AS need_load \\gset
@@ -322,7 +322,7 @@ LOAD 'timing_source';
 			fi
 		fi
 		clock_sql="SET timing_clock_source = '$src';"
-		tpch_clock=$(clock_name "$src")
+		tpch_clock="the $(clock_name "$src")"
 	fi
 	psql_db -c 'SET client_min_messages = warning' -c 'CREATE EXTENSION IF NOT EXISTS timing_source' \
 		-c 'ALTER EXTENSION timing_source UPDATE'

@@ -1,7 +1,7 @@
 # scripts/tpch/accuracy.sh -- the TPC-H accuracy run of scripts/bench.sh
 # (--tpch, --tpch-only).  Sourced by bench.sh, which provides psql_db,
-# setup_sql, cpu, pgver, pgnum, csvdir, stamp and tpch_clock (the clock's
-# name, for the heading).
+# setup_sql, cpu, pgver, pgnum, csvdir, stamp and tpch_clock (the clock, as
+# the heading names it).
 #
 # tpch_load SCALE: the schema tpch of ts_bench, rebuilt only when the
 # generator (schema.sql, data.sql, keys.sql) or the scale changed; the
@@ -123,7 +123,7 @@ SET max_parallel_workers_per_gather = 0;
 	done < <(tpch_queries)
 
 	echo
-	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; nodes timed with the ${tpch_clock:-TSC}"
+	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; nodes timed with ${tpch_clock:-the TSC}"
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
 		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
 		"$((SECONDS - start)) s"
