@@ -312,15 +312,8 @@ LOAD 'timing_source';
 			echo "TPC-H accuracy run: sampled timing needs the node wrappers, which this build of timing_source does not have on PostgreSQL $pgver (not x86-64 or arm64); not run" >&2
 			return 1
 		fi
-		if [ "$src" != tsc ]; then
+		[ "$src" = tsc ] ||
 			echo "TPC-H accuracy run: the TSC is not usable on this machine; every mode times with the system clock" >&2
-			# there core times exact plans, and nothing is estimated or
-			# subtracted: the mode would only repeat exact
-			if [ "$tpch_subtract" = 1 ]; then
-				tpch_subtract=0
-				tpch_nosub="on PostgreSQL 15-18 core times exact plans with the system clock, and nothing is subtracted"
-			fi
-		fi
 		clock_sql="SET timing_clock_source = '$src';"
 		tpch_clock="the $(clock_name "$src")"
 	fi
@@ -748,11 +741,10 @@ printf '%s\n' "${table2[@]}"
 # runs, an unbiased estimate (calls chosen at random, each counting 256
 # times) whose clock reads cost 1/256 of exact timing's.
 if [ -n "$samp_src" ]; then
-	# exact with overhead subtracted: where the setting exists and the
-	# wrappers time exact plans (under the system clock on 15-18 core does,
-	# and nothing is subtracted)
+	# exact with overhead subtracted: where the setting exists (the
+	# wrappers that sample time exact plans too, with either clock)
 	can_sub=false
-	[ "$samp_src" = tsc ] && [ "$(psql_db -At -c "SELECT current_setting('timing_source.subtract_overhead', true) IS NOT NULL")" = t ] &&
+	[ "$(psql_db -At -c "SELECT current_setting('timing_source.subtract_overhead', true) IS NOT NULL")" = t ] &&
 		can_sub=true
 	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct" >"$acc_csv"
 	declare -a table3
@@ -830,7 +822,7 @@ if [ -n "$samp_src" ]; then
 	echo "Sampled (1 in 64) and exact timing, $(clock_name "$samp_src"), against references without exact timing's cost, per-node total time,"
 	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
 	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
-	echo "subtracted = exact with timing_source.subtract_overhead on ('-': $([ "$samp_src" = tsc ] && echo 'the setting does not exist here' || echo 'under the system clock core times exact plans, and nothing is subtracted')):"
+	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here):"
 	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top ref/' \
 		'worst node' 'worst node' 'worst node' 'nodes'
 	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed untimed 'sampled %' 'exact %' \

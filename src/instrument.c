@@ -1627,7 +1627,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	 */
 	bc.sample_every = ts_tracked_statement(queryDesc) ?
 		ts_track_sample_every : ts_sample_every;
-	if (!ts_node_clock_choose(&clock, bc.sample_every,
+	if (!ts_node_clock_choose(&clock,
 							  (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0))
 	{
 #ifdef TS_HAVE_WATCHDOG

@@ -112,7 +112,7 @@ ts_clock_clamp_ns(TimingClockSource clock, instr_time *counter, double ns)
  * included.
  */
 static inline bool
-ts_node_clock_choose(TimingClockSource *clock, int sample_every, bool timer)
+ts_node_clock_choose(TimingClockSource *clock, bool timer)
 {
 	if (!ts_node_wrappers)
 		return false;
@@ -193,18 +193,19 @@ ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
  * does not time them.  Deciding brings the process's view up to date;
  * the decision is then passed on, since workers this query starts must
  * decide as this process does now, also when that is the system clock.
- * Without the TSC, core times every call with the system clock as well
- * as a wrapper would; the wrappers take over only what core cannot do,
- * time a sample of the calls (sample_every > 1, timed queries).
+ * Without the TSC the wrappers still time every timed query, with the
+ * system clock: core would read the same clock as often, but only the
+ * wrappers sample (sample_every > 1) and estimate, and can subtract,
+ * their own cost.  An untimed query (TIMING OFF) stays core's there.
  */
 static inline bool
-ts_node_clock_choose(TimingClockSource *clock, int sample_every, bool timer)
+ts_node_clock_choose(TimingClockSource *clock, bool timer)
 {
 	/* after a watchdog trip, re-calibrate when it is time (rarely) */
 	ts_recover_tick();
 	*clock = ts_session_uses_tsc() ? TS_CLOCK_TSC : TS_CLOCK_SYSTEM;
 	ts_export_decision();
-	return *clock == TS_CLOCK_TSC || (timer && sample_every > 1);
+	return *clock == TS_CLOCK_TSC || timer;
 }
 
 /* the wrappers sample with either clock */

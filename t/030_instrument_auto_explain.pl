@@ -7,7 +7,7 @@
 # shared_preload_libraries are tried, as the two hooks chain either way.
 #
 # Where the TSC is unusable the test asserts the refusal instead and checks
-# that the logged plans are timed with the system clock.
+# that the logged plans are timed, and bound, with the system clock.
 #
 use strict;
 use warnings;
@@ -48,11 +48,12 @@ note $tsc ? 'TSC usable' : 'TSC unusable on this host';
 # postgresql.conf there); the extension's wrappers (timing_source.
 # node_wrappers, on by default) read core's clock, its TSC where core
 # accepts one, else its system clock, and bind the same nodes as on 15-18,
-# in the leader and in every worker.  15-18 bind them under the TSC only
-# (exactly timed plans under the system clock are core's).
+# in the leader and in every worker.  15-18 bind them under the TSC, else
+# under the system clock, in every build with the wrappers (a build for
+# another CPU binds none: core times the plans).
 my $pg_major = pg_major($node);
 my $core_owns = $pg_major >= 19;
-my $bind_clock = $tsc ? 'TSC' : undef;
+my $bind_clock = $tsc ? 'TSC' : wrappers_sample($node) ? 'system clock' : undef;
 if ($core_owns)
 {
 	my ($ret) = $node->psql('postgres', "SET timing_clock_source = 'tsc'");

@@ -204,9 +204,9 @@ sub usage_message
 }
 # and each bound query says (DEBUG2) how many of its nodes keep usage
 # which way: all of them, but for those core runs through MultiExecProcNode
-# (the nodes are bound where the session's clock is the TSC, and on 19+
-# under either clock)
-my $binds = $tsc eq 'tsc' || $core_owns;
+# (the nodes are bound under either clock wherever the wrappers sample:
+# in every build with them)
+my $binds = $samples;
 sub usage_per_node
 {
 	my ($ret, $out, $err) = $node->psql('postgres',
@@ -250,7 +250,7 @@ my $nclock = () = $loaded =~ /$clock_line/g;
 is($nclock, $major >= 18 ? $ntimed_plans : 0,
 	'18+: each timed plan names its clock once (WAL statements included); none before 18');
 my $nestimates = () = $loaded =~ /^\s*(?:Timing Overhead: ~[0-9.]+ ms|"Timing Overhead": [0-9.]+,?)$/mg;
-ok(($major >= 19 || ($major >= 18 && $tsc eq 'tsc')) ? $nestimates > 0 : $nestimates == 0,
+ok($major >= 18 && $samples ? $nestimates > 0 : $nestimates == 0,
 	'18+: per-node estimates where the wrappers time exactly, none elsewhere');
 my $nclock_off = () = explain_all("SET timing_clock_source = '$tsc';\n",
 	grep { /TIMING OFF/ || !/ANALYZE/ } @options) =~ /$clock_line/g;

@@ -127,7 +127,7 @@ SET max_parallel_workers_per_gather = 0;
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
 		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
 		"$((SECONDS - start)) s"
-	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (${tpch_nosub:---tpch-no-subtract})"
+	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (--tpch-no-subtract)"
 	psql_db -q <<-EOF
 		SELECT set_config('tpch.sample', '$sample', false) AS s, set_config('tpch.ref_se_max', '$ref_se_max', false) AS r,
 			   set_config('tpch.ref', '$ref', false) AS f \\gset

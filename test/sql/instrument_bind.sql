@@ -4,14 +4,16 @@
 -- under the TSC are bound to the timed wrappers; TIMING OFF ones, under
 -- the TSC, to the clock-less wrappers that only count rows (and buffers).
 --
--- This is the one test with an alternate output: a DEBUG message cannot be
--- turned into a checked value, and it is printed only where the TSC is
--- usable.  instrument_bind.out is for a host where it is,
--- instrument_bind_1.out for one where it is not (PostgreSQL 15-18: the
--- hook then binds nothing and prints nothing).  The harness checks that a
--- run matched the output of the case TS_EXPECT_TSC names.  On 19 the
--- system clock's binding is instrument_bind_core's (on a host without a
--- usable TSC, 19 prints instrument_bind_1.out too: see below).
+-- This is the one test with alternate outputs: a DEBUG message cannot be
+-- turned into a checked value, and what is bound depends on the case.
+-- instrument_bind.out is for a host where the TSC is usable;
+-- instrument_bind_2.out for PostgreSQL 15-18 where it is not, in a build
+-- with the wrappers (x86-64, arm64): timed queries are bound to the
+-- wrappers' system clock, TIMING OFF ones stay core's; instrument_bind_1.out
+-- where nothing is bound (a build for another CPU on 15-18), or nothing is
+-- shown (19 without the TSC: see below).  The harness checks that a run
+-- matched the output of the case TS_EXPECT_TSC and the build name.  On 19
+-- the system clock's binding is instrument_bind_core's.
 --
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS timing_source;
@@ -45,7 +47,7 @@ SELECT pg_temp.explain_json('SELECT count(*) FROM ts_bind_a') IS NOT NULL AS war
 
 -- the binding reports: 19's wrappers bind under core's system clock too,
 -- which instrument_bind_core checks; here, on 19 without the TSC, they are
--- not this file's case and stay hidden (15-18 bind nothing there, shown)
+-- not this file's case and stay hidden (15-18's are shown)
 SELECT CASE WHEN :'src' = 'system' AND current_setting('server_version_num')::int >= 190000
             THEN 'notice' ELSE 'debug1' END AS bind_messages \gset
 SET client_min_messages = :'bind_messages';
