@@ -30,8 +30,9 @@
 #   tsc/64     EXPLAIN (ANALYZE, BUFFERS OFF), TSC, timing_source.sample_every = 64
 #   sys/64     the same under the system clock (where the build's wrappers
 #              sample: every x86-64 and arm64 build)
-# (without a usable TSC: plain, off, system, sys+buf and sys/64), rotating the order in every round.  Every variant is timed the same way:
-# psql's client-side time of the whole statement (planning and the tiny
+# (without a usable TSC: plain, off, system, sys+buf and sys/64), rotating
+# the order in every round.  Every variant is timed the same way: psql's
+# client-side time of the whole statement (planning and the tiny
 # EXPLAIN output included), so ratios to the plain query are fair.  It
 # prints the medians, their ratios, and the cost of one clock read,
 # (T - T_off) / (2 x rows through timed nodes).
