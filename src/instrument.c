@@ -1629,13 +1629,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		ts_track_sample_every : ts_sample_every;
 	if (!ts_node_clock_choose(&clock,
 							  (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0))
-	{
-#ifdef TS_HAVE_WATCHDOG
-		if (queryDesc->instrument_options & INSTRUMENT_TIMER)
-			ts_clock_probation_start(queryDesc);
-#endif
 		return;
-	}
 
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
