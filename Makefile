@@ -95,11 +95,15 @@ test/unit/test_tsclock_nox86: test/unit/test_tsclock.c test/unit/tap.h src/tsclo
 test/unit/test_usage_snap: test/unit/test_usage_snap.c test/unit/tap.h src/usage_snap.h
 	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_usage_snap.c
 
-.PHONY: unittest
-unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap
-	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap
+# the in-plan measurement of a timed call's cost (subtract_overhead)
+test/unit/test_insitu: test/unit/test_insitu.c test/unit/tap.h src/insitu.h
+	$(UNIT_CC) $(UNIT_CFLAGS) -o $@ test/unit/test_insitu.c -lm
 
-EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap \
+.PHONY: unittest
+unittest: test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap test/unit/test_insitu
+	prove -v --exec '' test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap test/unit/test_insitu
+
+EXTRA_CLEAN = test/unit/test_tsclock test/unit/test_tsclock_nox86 test/unit/test_usage_snap test/unit/test_insitu \
 	test/unit/test_tsclock_arm64 test/unit/test_tsclock_arm64_nocounter
 
 # ---- the same unit tests cross-compiled for arm64, run under qemu-user ----

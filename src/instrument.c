@@ -67,6 +67,7 @@
  */
 #include "postgres.h"
 
+#include "insitu.h"
 #include "instrument.h"
 #include "track.h"
 #include "usage_snap.h"
@@ -95,6 +96,14 @@ static uint64 ts_pending_calls = 0;
 
 /* Core's static ExecProcNodeFirst, learned in ts_instrument_init() */
 static ExecProcNodeMtd ts_core_first = NULL;
+
+/* Where a node is in a probe (insitu.h): the call that comes next */
+typedef enum TsProbeStage
+{
+	TS_PROBE_FIRST,				/* the first call: keep its end reading */
+	TS_PROBE_MIDDLE,			/* the middle call: timed or bare */
+	TS_PROBE_LAST				/* the last call: its start ends the span */
+} TsProbeStage;
 
 /*
  * Sampled timing (timing_source.sample_every = N > 1).  A sampled node's
@@ -170,6 +179,21 @@ typedef struct TsInstrumentation
 	double		nulls;
 	double		overhead_ns;	/* < 0: not estimated yet */
 	bool		subtracted;		/* removed from total and startup */
+
+	/*
+	 * Exact timing with timing_source.subtract_overhead: the probes that
+	 * measure what a timed call costs in this plan (insitu.h).  countdown
+	 * counts the calls to the next probe; a probe's three calls are its
+	 * stages.  The calls run without reads are counted, and each is given
+	 * the node's mean timed call when the estimate is made.
+	 */
+	bool		probed;
+	TsProbeStage probe_stage;
+	bool		probe_bare;		/* the middle call runs without reads */
+	int64		probe_mark;		/* end reading of the probe's first call */
+	double		bare_calls;
+	bool		imputed;		/* bare calls added to the total */
+	TsSpanStats spans;
 
 	/*
 	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
@@ -336,6 +360,48 @@ ts_sampled_loop(TsInstrumentation *ti, int64 start)
 	ti->prev_loops_ns = ts_instr_total_ns(&ti->instr);
 }
 
+/* The calls a node has made so far, all loops: the tuples and empty returns */
+static inline double
+ts_node_calls_so_far(TsInstrumentation *ti)
+{
+	return ti->instr.ntuples + ti->instr.tuplecount + ti->nulls;
+}
+
+/*
+ * A call of a probe (insitu.h) has run, read at start and end where it was
+ * timed: move the probe on.  Out of line: three calls a probe, probes 1 in
+ * TS_PROBE_GAP_MIN to TS_PROBE_GAP_MAX calls.  A loop's first call starts
+ * the probe over (the body resets the stage), so a span never crosses a
+ * rescan and a bare call is never a loop's first.
+ */
+static pg_noinline void
+ts_probe_step(TsInstrumentation *ti, TimingClockSource clock, int64 start,
+			  int64 end)
+{
+	switch (ti->probe_stage)
+	{
+		case TS_PROBE_FIRST:
+			ti->probe_mark = end;
+			ti->probe_stage = TS_PROBE_MIDDLE;
+			ti->countdown = 1;
+			break;
+		case TS_PROBE_MIDDLE:
+			if (ti->probe_bare)
+				ti->bare_calls += 1.0;
+			ti->probe_stage = TS_PROBE_LAST;
+			ti->countdown = 1;
+			break;
+		case TS_PROBE_LAST:
+			if (start > ti->probe_mark)
+				ts_span_add(&ti->spans, ti->probe_bare,
+							ts_clock_ticks_ns(clock, start - ti->probe_mark));
+			ti->probe_stage = TS_PROBE_FIRST;
+			ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
+										 ts_rng_uniform());
+			break;
+	}
+}
+
 /*
  * How a wrapper times: not at all (rows only), every call, sampled, or
  * sampled with every call timed as well (the check of the estimates: what
@@ -347,7 +413,8 @@ typedef enum TsTiming
 	TS_TIME_NONE,
 	TS_TIME_EXACT,
 	TS_TIME_SAMPLED,
-	TS_TIME_CHECK
+	TS_TIME_CHECK,
+	TS_TIME_PROBED				/* exact, in a probe (insitu.h) */
 } TsTiming;
 
 /* set around a checked run (ts_instrument_set_sample_check) */
@@ -472,11 +539,14 @@ typedef union TsWalSnap
 	TS_WRAPPER(name, timing, clock, TS_USAGE_WIDE)
 #define TS_WIDE_SAMPLED_WRAPPER(name, clock) \
 	TS_SAMPLED_WRAPPER(name, clock, TS_USAGE_WIDE)
+#define TS_WIDE_PROBED_WRAPPER(name, clock) \
+	TS_PROBED_WRAPPER(name, clock, TS_USAGE_WIDE)
 #define TS_WIDE(name)			name
 #define TS_USE_WIDE				ts_usage_wide
 #else
 #define TS_WIDE_WRAPPER(name, timing, clock)
 #define TS_WIDE_SAMPLED_WRAPPER(name, clock)
+#define TS_WIDE_PROBED_WRAPPER(name, clock)
 #define TS_WIDE(name)			NULL
 #define TS_USE_WIDE				false
 #endif
@@ -516,6 +586,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	TsWalSnap	walsnap;
 #endif
 	int64		start = 0;
+	int64		end = 0;
 	bool		timed;
 	bool		drawn = false;
 	uint64		weight = 1;
@@ -539,6 +610,16 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (timing == TS_TIME_EXACT)
 		timed = true;
+	else if (timing == TS_TIME_PROBED)
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
+
+		if (unlikely(!instr->running))
+			ti->probe_stage = TS_PROBE_FIRST;
+		else if (ti->probe_stage == TS_PROBE_MIDDLE)
+			ti->probe_bare = (ts_rng_next() >> 63) != 0;
+		timed = !(ti->probe_stage == TS_PROBE_MIDDLE && ti->probe_bare);
+	}
 	else if (timing == TS_TIME_SAMPLED || timing == TS_TIME_CHECK)
 	{
 		TsInstrumentation *ti = (TsInstrumentation *) instr;
@@ -591,8 +672,10 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		ts_clock_fence();
 	if (timed || timing == TS_TIME_CHECK)
 	{
-		int64		end = ts_clock_read(clock);
-		int64		ticks = end - start;
+		int64		ticks;
+
+		end = ts_clock_read(clock);
+		ticks = end - start;
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
@@ -616,6 +699,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
 	}
+	if (timing == TS_TIME_PROBED)
+		ts_probe_step((TsInstrumentation *) instr, clock, start, end);
 
 	if (usage == TS_USAGE_SAMPLED && timed)
 	{
@@ -670,7 +755,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (!TupIsNull(result))
 		instr->tuplecount += 1.0;
-	else if (timing == TS_TIME_EXACT)
+	else if (timing == TS_TIME_EXACT || timing == TS_TIME_PROBED)
 		((TsInstrumentation *) instr)->nulls += 1.0;
 
 	return result;
@@ -741,6 +826,10 @@ typedef struct TsWrapperSet
 	ExecProcNodeMtd sampled_usage;
 	ExecProcNodeMtd first_check;	/* sampled, checked */
 	ExecProcNodeMtd check;
+	ExecProcNodeMtd first_probed;	/* every call timed, with probes */
+	ExecProcNodeMtd probed;
+	ExecProcNodeMtd probed_full;
+	ExecProcNodeMtd probed_wide;
 } TsWrapperSet;
 
 #define TS_WRAPPER(name, timing, clock, usage) \
@@ -776,6 +865,24 @@ name(PlanState *node) \
 	} \
 	return name##_due(node); \
 }
+/*
+ * An exactly timed node with probes (insitu.h): every call is timed as the
+ * exact wrapper times it, but for the three calls of each probe, which the
+ * second function takes, out of line, as the sampled wrapper's do.
+ */
+#define TS_PROBED_WRAPPER(name, clock, usage) \
+static pg_noinline TS_WRAPPER_TARGET_##usage TupleTableSlot * \
+name##_due(PlanState *node) \
+{ \
+	return ts_exec_proc_node_body(node, TS_TIME_PROBED, clock, usage); \
+} \
+static TS_WRAPPER_TARGET_##usage TupleTableSlot * \
+name(PlanState *node) \
+{ \
+	if (likely(--((TsInstrumentation *) node->instrument)->countdown > 0)) \
+		return ts_exec_proc_node_body(node, TS_TIME_EXACT, clock, usage); \
+	return name##_due(node); \
+}
 #define TS_WRAPPER_TARGET_TS_USAGE_NONE
 #define TS_WRAPPER_TARGET_TS_USAGE_FULL
 #define TS_WRAPPER_TARGET_TS_USAGE_WIDE TS_WIDE_TARGET
@@ -795,6 +902,9 @@ TS_SAMPLED_WRAPPER(set##_sampled_full, clock, TS_USAGE_FULL) \
 TS_WIDE_SAMPLED_WRAPPER(set##_sampled_wide, clock) \
 TS_SAMPLED_WRAPPER(set##_sampled_usage, clock, TS_USAGE_SAMPLED) \
 TS_WRAPPER(set##_check, TS_TIME_CHECK, clock, TS_USAGE_FULL) \
+TS_PROBED_WRAPPER(set##_probed, clock, TS_USAGE_NONE) \
+TS_PROBED_WRAPPER(set##_probed_full, clock, TS_USAGE_FULL) \
+TS_WIDE_PROBED_WRAPPER(set##_probed_wide, clock) \
 static TupleTableSlot * \
 set##_first(PlanState *node) \
 { \
@@ -820,12 +930,20 @@ set##_first_check(PlanState *node) \
 	node->ExecProcNode = set##_check; \
 	return node->ExecProcNode(node); \
 } \
+static TupleTableSlot * \
+set##_first_probed(PlanState *node) \
+{ \
+	return ts_first_call(node, set##_probed, set##_probed_full, \
+						 TS_WIDE(set##_probed_wide)); \
+} \
 static const TsWrapperSet set = { \
 	clock, set##_first, set##_timer, set##_full, TS_WIDE(set##_wide), \
 	set##_first_sampled, set##_sampled, set##_sampled_full, \
 	TS_WIDE(set##_sampled_wide), \
 	set##_first_sampled_usage, set##_sampled_usage, \
-	set##_first_check, set##_check \
+	set##_first_check, set##_check, \
+	set##_first_probed, set##_probed, set##_probed_full, \
+	TS_WIDE(set##_probed_wide) \
 };
 
 /* one set per clock the wrappers can read in this build (instrument.h) */
@@ -1051,6 +1169,7 @@ typedef struct TsBindContext
 	int			nusage[TS_USAGE_WIDE + 1];	/* bound nodes by variant */
 	int			sample_every;	/* > 1: sampled timing */
 	bool		sample_usage;	/* timing_source.sample_buffers applies */
+	bool		probe;			/* exact nodes measure their cost (insitu.h) */
 	int			nsampled_usage; /* nodes bound to estimate their usage */
 	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
@@ -1122,6 +1241,14 @@ ts_bind_node(PlanState *node, void *context)
 				else
 					node->ExecProcNode = bc->set->first_sampled;
 			}
+			else if (bc->probe && !node->instrument->async_mode)
+			{
+				ti->weight = 1;
+				ti->probed = true;
+				ti->probe_stage = TS_PROBE_FIRST;
+				ti->countdown = ts_probe_gap(TS_PROBE_GAP_MIN, ts_rng_uniform());
+				node->ExecProcNode = bc->set->first_probed;
+			}
 			else
 			{
 				ti->weight = 1;
@@ -1164,7 +1291,10 @@ ts_bind_node(PlanState *node, void *context)
  * process and variant, the first time an estimate is needed, by running
  * the very wrapper a node runs around an empty node function (see
  * docs/internals.md for why not per query and not in the postmaster);
- * the calls come from the node's own counts.
+ * the calls come from the node's own counts.  That calibration is a model
+ * of a node; where the cost is to be subtracted, each exactly timed node
+ * also measures it among its own calls (insitu.h, ts_probe_apply), and a
+ * node with enough probes uses its own figure.
  */
 typedef struct TsCallCost
 {
@@ -1359,7 +1489,11 @@ ts_is_exact(PlanState *node, const TsWrapperSet *set)
 	return node->ExecProcNode == set->first ||
 		node->ExecProcNode == set->timer ||
 		node->ExecProcNode == set->full ||
-		(set->wide != NULL && node->ExecProcNode == set->wide);
+		(set->wide != NULL && node->ExecProcNode == set->wide) ||
+		node->ExecProcNode == set->first_probed ||
+		node->ExecProcNode == set->probed ||
+		node->ExecProcNode == set->probed_full ||
+		(set->probed_wide != NULL && node->ExecProcNode == set->probed_wide);
 }
 
 typedef struct TsOverheadWalk
@@ -1410,6 +1544,53 @@ ts_participants(PlanState *node)
 }
 
 /*
+ * A probed node (insitu.h): its bare calls go into its total, each as long
+ * as its timed calls were on average (they were chosen at random among
+ * them, so the total stays unbiased), once; and where its probes measured
+ * what a timed call cost in this plan, that figure replaces the
+ * calibration's, split into the parts inside and outside the node's own
+ * interval as the calibration splits its own.  Returns the calls that
+ * were timed.
+ */
+static double
+ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
+			   double calls, double *inside_ns, double *outside_ns)
+{
+	double		timed = Max(calls - ti->bare_calls, 0.0);
+	double		cal = cost->inside_ns + cost->outside_ns;
+	double		measured;
+	double		se;
+
+	if (ti->bare_calls > 0 && !ti->imputed && timed > 0)
+	{
+		double		total_s = ts_node_total_s(&ti->instr);
+
+		ts_node_set_times(&ti->instr, total_s * (calls / timed),
+						  ts_node_startup_s(&ti->instr));
+		ti->imputed = true;
+	}
+
+	if (!ts_span_cost(&ti->spans, &measured, &se))
+	{
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few to measure a timed call's cost; %.2f ns calibrated",
+								 node->plan->plan_node_id,
+								 (double) ti->spans.n[0], (double) ti->spans.n[1],
+								 cal)));
+		return timed;
+	}
+	measured = Max(measured, 0.0);
+	*inside_ns = cal > 0 ? measured * (cost->inside_ns / cal) : measured / 2;
+	*outside_ns = measured - *inside_ns;
+	ereport(DEBUG2,
+			(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out",
+							 node->plan->plan_node_id, measured, 1.96 * se, cal,
+							 (double) ti->spans.n[0], (double) ti->spans.n[1],
+							 (double) ti->spans.dropped)));
+	return timed;
+}
+
+/*
  * Estimate (and with "subtract" remove) the node's instrumentation cost,
  * its subtree's first; returns what the node's timing adds to whatever
  * encloses its calls.
@@ -1422,6 +1603,9 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	TsInstrumentation *ti = NULL;
 	const TsCallCost *cost;
 	double		calls;
+	double		timed_calls;
+	double		inside_ns;
+	double		outside_ns;
 	double		own;
 	double		total_ns;
 
@@ -1502,9 +1686,16 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 			calls = instr->ntuples + instr->nloops;
 	}
 
+	inside_ns = cost->inside_ns;
+	outside_ns = cost->outside_ns;
+	timed_calls = calls;
+	if (ti != NULL && ti->probed)
+		timed_calls = ts_probe_apply(node, ti, cost, calls, &inside_ns,
+									 &outside_ns);
+
 	/* never more than the node's own total */
 	total_ns = ts_node_total_s(instr) * 1e9;
-	own = calls * cost->inside_ns + below.below_ns;
+	own = timed_calls * inside_ns + below.below_ns;
 	if (own > total_ns)
 		own = total_ns;
 	if (own < 0)
@@ -1532,7 +1723,7 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		ti->overhead_ns = own;
 	}
 
-	return own + calls * cost->outside_ns;
+	return own + timed_calls * outside_ns;
 }
 
 /* the top node's estimate of the query that ended last, for compare() */
@@ -1637,10 +1828,19 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	bc.sample_usage = ts_sample_buffers && bc.sample_every > 1 &&
 		!ts_tracked_statement(queryDesc);
 	bc.nsampled_usage = 0;
+
+	/*
+	 * Probes only where the cost is subtracted, so that plain exact timing
+	 * stays exact to the call, and not in parallel workers, whose leader
+	 * estimates their calls (see below) and never sees their probes.
+	 */
+	bc.probe = ts_subtract_overhead && bc.sample_every <= 1 &&
+		(queryDesc->instrument_options & INSTRUMENT_TIMER) != 0 &&
+		!IsParallelWorker();
 	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
 	bc.timed = NIL;
-	if (bc.sample_every > 1)
+	if (bc.sample_every > 1 || bc.probe)
 		ts_rng_seed();
 
 	/* the list of bound nodes lives as long as the query */

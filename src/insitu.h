@@ -1,0 +1,168 @@
+/*-------------------------------------------------------------------------
+ *
+ * insitu.h
+ *	  The per-call cost of exact node timing, measured in the plan that
+ *	  pays it (timing_source.subtract_overhead): the statistics of the
+ *	  probes the node wrappers run, free of executor knowledge.
+ *
+ * A probe is three consecutive calls of one node inside one loop.  The
+ * first and the third are timed as usual; the wrapper keeps the end
+ * reading of the first and the start reading of the third, and the span
+ * between them holds the node's middle call and the work its parent (and
+ * anything else) did around it.  The middle call is timed ("timed" span)
+ * or, with probability one half, runs without its clock reads ("bare"
+ * span).  Both kinds of span hold the same work in expectation, so the
+ * difference of their means is what one timed call costs whatever
+ * encloses it: the reads, the bookkeeping, and the work of the node and
+ * its parent that the reads keep from overlapping with them.  No model of
+ * the node is involved; docs/internals.md says why that matters.
+ *
+ * Spans far longer than usual (a preemption, a page read, the parent's
+ * rare expensive call) would dominate a mean of a few thousand, so spans
+ * above a cap are left out, of both kinds alike: the cap is a multiple of
+ * the median of the node's first spans, decided before any span is
+ * counted.  The difference of two means of spans assigned at random has a
+ * standard error estimated from their spread.
+ *
+ * Plain C without PostgreSQL headers, so that test/unit can check it.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef TS_INSITU_H
+#define TS_INSITU_H
+
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* the first spans of a node, whose median sets the cap */
+#define TS_SPAN_SEEDS		16
+/* spans above this multiple of that median are left out */
+#define TS_SPAN_CAP_FACTOR	8.0
+/* spans of each kind below which the node has no measured cost */
+#define TS_SPAN_MIN			64
+
+/*
+ * The mean gap between probes grows with the calls a node has made, from
+ * 1 in TS_PROBE_GAP_MIN (a node of a few thousand calls gets enough
+ * probes for a figure) to 1 in TS_PROBE_GAP_MAX (a node of millions pays
+ * for few), so that its probes, three calls each with one call in six
+ * untimed, stay a small part of its calls.
+ */
+#define TS_PROBE_GAP_MIN	16
+#define TS_PROBE_GAP_MAX	256
+#define TS_PROBE_GAP_CALLS	512
+
+typedef struct TsSpanStats
+{
+	double		seed[TS_SPAN_SEEDS];
+	bool		seed_bare[TS_SPAN_SEEDS];
+	int			nseed;
+	double		cap;			/* set once the seeds are in */
+	uint64_t	n[2];			/* [0] timed, [1] bare: spans counted */
+	double		sum[2];
+	double		sum2[2];
+	uint64_t	dropped;		/* spans above the cap */
+} TsSpanStats;
+
+static inline void
+ts_span_count(TsSpanStats *s, bool bare, double ns)
+{
+	if (ns > s->cap)
+	{
+		s->dropped++;
+		return;
+	}
+	s->n[bare]++;
+	s->sum[bare] += ns;
+	s->sum2[bare] += ns * ns;
+}
+
+/* add one span, "bare" if its middle call was not timed */
+static inline void
+ts_span_add(TsSpanStats *s, bool bare, double ns)
+{
+	double		sorted[TS_SPAN_SEEDS];
+
+	if (s->nseed == TS_SPAN_SEEDS)
+	{
+		ts_span_count(s, bare, ns);
+		return;
+	}
+	s->seed[s->nseed] = ns;
+	s->seed_bare[s->nseed] = bare;
+	if (++s->nseed < TS_SPAN_SEEDS)
+		return;
+
+	/* the seeds are in: their median sets the cap, then they count too */
+	for (int i = 0; i < TS_SPAN_SEEDS; i++)
+	{
+		int			j = i;
+
+		for (; j > 0 && sorted[j - 1] > s->seed[i]; j--)
+			sorted[j] = sorted[j - 1];
+		sorted[j] = s->seed[i];
+	}
+	s->cap = TS_SPAN_CAP_FACTOR *
+		(sorted[TS_SPAN_SEEDS / 2 - 1] + sorted[TS_SPAN_SEEDS / 2]) / 2;
+	/* a node whose spans read as zero (a coarse clock) keeps none */
+	if (s->cap <= 0)
+		s->cap = -1;
+	for (int i = 0; i < TS_SPAN_SEEDS; i++)
+		ts_span_count(s, s->seed_bare[i], s->seed[i]);
+}
+
+/*
+ * The cost of one timed call (timed spans' mean minus bare spans') and
+ * its standard error, in the spans' unit; false while either kind has
+ * fewer than TS_SPAN_MIN spans.  The difference may come out negative
+ * where the cost is small beside the spans' spread: the caller decides
+ * what to make of it.
+ */
+static inline bool
+ts_span_cost(const TsSpanStats *s, double *cost, double *se)
+{
+	double		var[2];
+
+	if (s->n[0] < TS_SPAN_MIN || s->n[1] < TS_SPAN_MIN)
+		return false;
+	for (int k = 0; k < 2; k++)
+	{
+		double		mean = s->sum[k] / (double) s->n[k];
+
+		var[k] = (s->sum2[k] - mean * s->sum[k]) / (double) (s->n[k] - 1);
+		if (var[k] < 0)
+			var[k] = 0;
+	}
+	*cost = s->sum[0] / (double) s->n[0] - s->sum[1] / (double) s->n[1];
+	*se = sqrt(var[0] / (double) s->n[0] + var[1] / (double) s->n[1]);
+	return true;
+}
+
+/* the mean gap to the next probe of a node that has made "calls" calls */
+static inline double
+ts_probe_gap_mean(double calls)
+{
+	double		m = calls / TS_PROBE_GAP_CALLS;
+
+	if (m < TS_PROBE_GAP_MIN)
+		return TS_PROBE_GAP_MIN;
+	if (m > TS_PROBE_GAP_MAX)
+		return TS_PROBE_GAP_MAX;
+	return m;
+}
+
+/*
+ * Calls until the next probe (>= 1): geometric with mean "mean", from u
+ * uniform in (0, 1], so that probes fall at no fixed period (a periodic
+ * one could meet the plan's own periodic work every time)
+ */
+static inline int64_t
+ts_probe_gap(double mean, double u)
+{
+	if (mean <= 1)
+		return 1;
+	return 1 + (int64_t) floor(log(u) / log1p(-1.0 / mean));
+}
+
+#endif							/* TS_INSITU_H */

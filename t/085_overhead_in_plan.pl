@@ -1,0 +1,126 @@
+#
+# The cost of a timed call measured in the plan that pays it
+# (timing_source.subtract_overhead, src/insitu.h).  With the setting on,
+# each exactly timed node runs probes: three consecutive calls, the middle
+# one timed or, at random, run without its clock reads, and the difference
+# of the two kinds of span is what a timed call costs there.  The estimate
+# says at DEBUG2 what it used for each node, which this test reads.
+#
+# Checked where the wrappers time exactly (every build that reads a
+# counter; core times every call elsewhere, and no probe may run):
+# - a node of many calls measures a cost above zero by more than its own
+#   margin (every clock read costs something), from spans of both kinds;
+# - a node rescanned in every loop of a nested loop measures too, and the
+#   probes change no node's rows or loops;
+# - with the setting off nothing probes: exact timing stays exact;
+# - a node of a few calls has too few spans and says so.
+#
+use strict;
+use warnings;
+
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FindBin;
+use lib $FindBin::RealBin;
+use TimingSourceExpect;
+
+my $node = PostgreSQL::Test::Cluster->new('overhead_in_plan');
+start_preloaded($node);
+$node->safe_psql('postgres', q{
+	CREATE TABLE big AS SELECT g FROM generate_series(1, 1000000) g;
+	CREATE TABLE outer_t AS SELECT g FROM generate_series(1, 200) g;
+	CREATE TABLE inner_t AS SELECT g FROM generate_series(1, 500) g;
+	VACUUM ANALYZE big, outer_t, inner_t;
+});
+
+my $count = 'SELECT count(*) FROM big';
+# a Materialize rescanned once per outer row (200 or 500 loops)
+my $nested = 'SELECT count(*) FROM outer_t o JOIN inner_t i ON i.g > o.g';
+my $nested_settings = 'SET enable_hashjoin = off; SET enable_mergejoin = off;';
+
+# EXPLAIN (ANALYZE, FORMAT JSON) of $query with subtraction on or off:
+# (the plan, the DEBUG2 lines of the estimate)
+sub explain
+{
+	my ($query, $subtract, $settings) = @_;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', ($settings // '') . qq{
+		SET timing_source.subtract_overhead = $subtract;
+		SET client_min_messages = debug2;
+		EXPLAIN (ANALYZE, FORMAT JSON) $query;
+	}, stdout => \$out, stderr => \$err, on_error_die => 1);
+	my @lines = grep { /timing_source: plan node/ } split /\n/, $err;
+	return (decode_json($out), \@lines);
+}
+
+# the measured cost of plan node $id: (cost, margin, timed, bare) or ()
+sub measured
+{
+	my ($lines, $id) = @_;
+	for (@$lines)
+	{
+		return ($1, $2, $3, $4)
+		  if /plan node $id: a timed call costs (-?[0-9.]+) ns \(\+\/- ([0-9.]+)\) measured in the plan, [0-9.]+ ns calibrated; (\d+) timed and (\d+) bare spans/;
+	}
+	return ();
+}
+
+# every node's (id-less) rows and loops, depth first
+sub shape
+{
+	my ($plan) = @_;
+	my @out;
+	my @todo = ($plan->[0]{Plan});
+	while (my $n = shift @todo)
+	{
+		push @out, "$n->{'Node Type'}:$n->{'Actual Rows'}x$n->{'Actual Loops'}";
+		unshift @todo, @{ $n->{Plans} // [] };
+	}
+	return join(' ', @out);
+}
+
+if (!wrappers_sample($node))
+{
+	my (undef, $lines) = explain($count, 'on');
+	is(scalar(@$lines), 0,
+		'core times every call in this build: no node probes or measures');
+	$node->stop;
+	done_testing();
+	exit 0;
+}
+
+# the scan of a million rows: plan node 1 under the Aggregate
+my (undef, $lines) = explain($count, 'on');
+my ($cost, $margin, $timed, $bare) = measured($lines, 1);
+ok(defined $cost, 'the scan measured its timed call in the plan')
+  or diag(join("\n", @$lines));
+SKIP:
+{
+	skip 'no measurement to judge', 2 unless defined $cost;
+	cmp_ok($cost - $margin, '>', 0,
+		"a timed call costs something: $cost ns +/- $margin");
+	ok($timed >= 64 && $bare >= 64,
+		"from spans of both kinds ($timed timed, $bare bare)");
+}
+like(join("\n", @$lines), qr/plan node 0: 0 and 0 spans, too few to measure/,
+	'the Aggregate, called once, has no spans and says so');
+
+# the nested loop's rescanned inner side: the probes start over in
+# every loop, and no node returns other rows
+my ($plan_on, $lines_on) = explain($nested, 'on', $nested_settings);
+my ($plan_off, $lines_off) = explain($nested, 'off', $nested_settings);
+is(shape($plan_on), shape($plan_off),
+	'rows and loops of every node are the same with probes and without: '
+	  . shape($plan_off));
+my ($loops) = shape($plan_on) =~ /Materialize:\d+x(\d+)/;
+cmp_ok($loops // 0, '>=', 200, 'the inner side was rescanned, once per outer row');
+my @measured_nodes = grep { /measured in the plan/ } @$lines_on;
+cmp_ok(scalar(@measured_nodes), '>=', 1,
+	'the nested loop plan measured at least one node in the plan')
+  or diag(join("\n", @$lines_on));
+is(scalar(@$lines_off), 0, 'with subtract_overhead off no node probes');
+
+$node->stop;
+done_testing();
