@@ -1545,8 +1545,10 @@ ts_participants(PlanState *node)
 
 /*
  * A probed node (insitu.h): its bare calls go into its total, each as long
- * as its timed calls were on average (they were chosen at random among
- * them, so the total stays unbiased), once; and where its probes measured
+ * as its timed calls after the first of their loops were on average (they
+ * were chosen at random among those, so the total stays unbiased; a
+ * loop's first call, a sort's or a hash's whole input, is startup), once;
+ * and where its probes measured
  * what a timed call cost in this plan, that figure replaces the
  * calibration's, split into the parts inside and outside the node's own
  * interval as the calibration splits its own.  Returns the calls that
@@ -1561,12 +1563,15 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 	double		measured;
 	double		se;
 
-	if (ti->bare_calls > 0 && !ti->imputed && timed > 0)
+	if (ti->bare_calls > 0 && !ti->imputed && timed > ti->instr.nloops)
 	{
 		double		total_s = ts_node_total_s(&ti->instr);
+		double		startup_s = ts_node_startup_s(&ti->instr);
+		double		later_s = Max(total_s - startup_s, 0.0);
 
-		ts_node_set_times(&ti->instr, total_s * (calls / timed),
-						  ts_node_startup_s(&ti->instr));
+		ts_node_set_times(&ti->instr,
+						  total_s + ti->bare_calls * later_s / (timed - ti->instr.nloops),
+						  startup_s);
 		ti->imputed = true;
 	}
 

@@ -42,7 +42,7 @@ my $nested_settings = 'SET enable_hashjoin = off; SET enable_mergejoin = off;';
 
 # EXPLAIN (ANALYZE, FORMAT JSON) of $query with subtraction on or off:
 # (the plan, the DEBUG2 lines of the estimate)
-sub explain
+sub run_explain
 {
 	my ($query, $subtract, $settings) = @_;
 	my ($out, $err) = ('', '');
@@ -83,7 +83,7 @@ sub shape
 
 if (!wrappers_sample($node))
 {
-	my (undef, $lines) = explain($count, 'on');
+	my (undef, $lines) = run_explain($count, 'on');
 	is(scalar(@$lines), 0,
 		'core times every call in this build: no node probes or measures');
 	$node->stop;
@@ -92,7 +92,7 @@ if (!wrappers_sample($node))
 }
 
 # the scan of a million rows: plan node 1 under the Aggregate
-my (undef, $lines) = explain($count, 'on');
+my (undef, $lines) = run_explain($count, 'on');
 my ($cost, $margin, $timed, $bare) = measured($lines, 1);
 ok(defined $cost, 'the scan measured its timed call in the plan')
   or diag(join("\n", @$lines));
@@ -109,8 +109,8 @@ like(join("\n", @$lines), qr/plan node 0: 0 and 0 spans, too few to measure/,
 
 # the nested loop's rescanned inner side: the probes start over in
 # every loop, and no node returns other rows
-my ($plan_on, $lines_on) = explain($nested, 'on', $nested_settings);
-my ($plan_off, $lines_off) = explain($nested, 'off', $nested_settings);
+my ($plan_on, $lines_on) = run_explain($nested, 'on', $nested_settings);
+my ($plan_off, $lines_off) = run_explain($nested, 'off', $nested_settings);
 is(shape($plan_on), shape($plan_off),
 	'rows and loops of every node are the same with probes and without: '
 	  . shape($plan_off));
