@@ -192,15 +192,32 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 	if (overhead_ns >= 0 && planstate->instrument->nloops > 0)
 	{
 		double		ms = overhead_ns / 1e6;
+		double		call_ns = ts_node_overhead_call_ns(planstate);
 
 		if (es->format == EXPLAIN_FORMAT_TEXT)
-			ExplainPropertyText("Timing Overhead",
-								psprintf("~%.*f ms%s", ms < 0.1 ? 3 : 1, ms,
-										 ts_node_overhead_subtracted(planstate) ?
-										 " (subtracted)" : ""),
-								es);
+		{
+			StringInfoData buf;
+
+			initStringInfo(&buf);
+			appendStringInfo(&buf, "~%.*f ms", ms < 0.1 ? 3 : 1, ms);
+			if (ts_node_overhead_subtracted(planstate))
+				appendStringInfoString(&buf, " (subtracted");
+			if (call_ns >= 0)
+				appendStringInfo(&buf, "%s%.1f ns a call, measured in the plan",
+								 ts_node_overhead_subtracted(planstate) ? "; " : " (",
+								 call_ns);
+			if (ts_node_overhead_subtracted(planstate) || call_ns >= 0)
+				appendStringInfoChar(&buf, ')');
+			ExplainPropertyText("Timing Overhead", buf.data, es);
+			pfree(buf.data);
+		}
 		else
+		{
 			ExplainPropertyFloat("Timing Overhead", "ms", ms, 3, es);
+			if (call_ns >= 0)
+				ExplainPropertyFloat("Timing Overhead Measured Per Call", "ns",
+									 call_ns, 1, es);
+		}
 	}
 
 	ts_explain_estimate(planstate, es);

@@ -194,6 +194,7 @@ typedef struct TsInstrumentation
 	double		bare_calls;
 	bool		imputed;		/* bare calls added to the total */
 	TsSpanStats spans;
+	double		call_ns;		/* the cost the probes measured, < 0: none */
 
 	/*
 	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
@@ -1245,6 +1246,7 @@ ts_bind_node(PlanState *node, void *context)
 			{
 				ti->weight = 1;
 				ti->probed = true;
+				ti->call_ns = -1.0;
 				ti->probe_stage = TS_PROBE_FIRST;
 				ti->countdown = ts_probe_gap(TS_PROBE_GAP_MIN, ts_rng_uniform());
 				node->ExecProcNode = bc->set->first_probed;
@@ -1585,6 +1587,7 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 		return timed;
 	}
 	measured = Max(measured, 0.0);
+	ti->call_ns = measured;
 	*inside_ns = cal > 0 ? measured * (cost->inside_ns / cal) : measured / 2;
 	*outside_ns = measured - *inside_ns;
 	ereport(DEBUG2,
@@ -1782,6 +1785,17 @@ ts_node_overhead_subtracted(PlanState *node)
 	if (ts_node_overhead_ns(node) < 0)
 		return false;
 	return ((TsInstrumentation *) node->instrument)->subtracted;
+}
+
+double
+ts_node_overhead_call_ns(PlanState *node)
+{
+	TsInstrumentation *ti;
+
+	if (ts_node_overhead_ns(node) < 0)
+		return -1.0;
+	ti = (TsInstrumentation *) node->instrument;
+	return ti->probed ? ti->call_ns : -1.0;
 }
 
 bool
@@ -2131,6 +2145,12 @@ bool
 ts_node_overhead_subtracted(PlanState *node)
 {
 	return false;
+}
+
+double
+ts_node_overhead_call_ns(PlanState *node)
+{
+	return -1.0;
 }
 
 bool

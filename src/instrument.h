@@ -283,6 +283,13 @@ extern uint64 ts_node_sample_every(PlanState *node);
 extern double ts_node_overhead_ns(PlanState *node);
 extern bool ts_node_overhead_subtracted(PlanState *node);
 
+/*
+ * What one timed call of the node cost, as its probes measured it in its
+ * plan (ns, >= 0; insitu.h), where its estimate used that figure; < 0
+ * where it used the calibration's
+ */
+extern double ts_node_overhead_call_ns(PlanState *node);
+
 /* How the wrappers timed a plan state's query, if they did */
 typedef struct TsPlanTiming
 {

@@ -13,7 +13,8 @@
 # - a node rescanned in every loop of a nested loop measures too, and the
 #   probes change no node's rows or loops;
 # - with the setting off nothing probes: exact timing stays exact;
-# - a node of a few calls has too few spans and says so.
+# - a node of a few calls has too few spans and says so;
+# - 18+: EXPLAIN shows the measured figure where the estimate used it.
 #
 use strict;
 use warnings;
@@ -106,6 +107,28 @@ SKIP:
 }
 like(join("\n", @$lines), qr/plan node 0: 0 and 0 spans, too few to measure/,
 	'the Aggregate, called once, has no spans and says so');
+
+# 18+: EXPLAIN names the measured figure on the node that used it, the
+# one DEBUG2 gave, and not on the node that used the calibration's
+SKIP:
+{
+	skip 'PostgreSQL 15-17 have no per-node EXPLAIN hook for the figure', 3
+	  if pg_major($node) < 18;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', qq{
+		SET timing_source.subtract_overhead = on;
+		SET client_min_messages = debug2;
+		EXPLAIN (ANALYZE) $count;
+	}, stdout => \$out, stderr => \$err, on_error_die => 1);
+	my ($debug) = $err =~ /plan node 1: a timed call costs ([0-9.]+) ns/;
+	my ($shown) = $out =~ /\n\s+Timing Overhead: ~[0-9.]+ ms \(subtracted; ([0-9.]+) ns a call, measured in the plan\)\n/;
+	ok(defined $shown, 'the scan says its overhead was measured in the plan')
+	  or diag($out);
+	is($shown, defined $debug ? sprintf('%.1f', $debug) : 'none',
+		'with the figure its estimate used');
+	like($out, qr/\n  Timing Overhead: ~[0-9.]+ ms \(subtracted\)\n/,
+		'the Aggregate, on the calibration, says only that it was subtracted');
+}
 
 # the nested loop's rescanned inner side: the probes start over in
 # every loop, and no node returns other rows
