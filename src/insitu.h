@@ -5,17 +5,18 @@
  *	  pays it (timing_source.subtract_overhead): the statistics of the
  *	  probes the node wrappers run, free of executor knowledge.
  *
- * A probe is three consecutive calls of one node inside one loop.  The
- * first and the third are timed as usual; the wrapper keeps the end
- * reading of the first and the start reading of the third, and the span
- * between them holds the node's middle call and the work its parent (and
- * anything else) did around it.  The middle call is timed ("timed" span)
- * or, with probability one half, runs without its clock reads ("bare"
- * span).  Both kinds of span hold the same work in expectation, so the
- * difference of their means is what one timed call costs whatever
- * encloses it: the reads, the bookkeeping, and the work of the node and
- * its parent that the reads keep from overlapping with them.  No model of
- * the node is involved; docs/internals.md says why that matters.
+ * A probe is TS_PROBE_RUN + 2 consecutive calls of one node inside one
+ * loop.  The first and the last are timed as usual; a reading taken after
+ * the first and one taken before the last bound the span, which holds the
+ * node's middle calls and the work its parent (and anything else) did
+ * around them.  The middle calls are all timed ("timed" span) or, with
+ * probability one half, all run without their clock reads ("bare" span).
+ * Both kinds of span hold the same work in expectation, so the difference
+ * of their means, divided by the middle calls, is what one timed call
+ * costs whatever encloses it: the reads, the bookkeeping, and the work of
+ * the node and its parent that the reads keep from overlapping with them.
+ * No model of the node is involved; docs/internals.md says why that
+ * matters, and why several middle calls rather than one.
  *
  * Spans far longer than usual (a preemption, a page read, the parent's
  * rare expensive call) would dominate a mean of a few thousand, so spans
@@ -46,9 +47,16 @@
  * The mean gap between probes grows with the calls a node has made, from
  * 1 in TS_PROBE_GAP_MIN (a node of a few thousand calls gets enough
  * probes for a figure) to 1 in TS_PROBE_GAP_MAX (a node of millions pays
- * for few), so that its probes, three calls each with one call in six
- * untimed, stay a small part of its calls.
+ * for few), so that its bare calls, half of each probe's middle ones,
+ * stay a small part of its calls.
  */
+/*
+ * The middle calls of a probe.  A single bare call between timed ones
+ * cannot overlap with its neighbours as calls of a clock-less plan do, and
+ * measured the cost a quarter low where that mattered most; in a run of
+ * four, most bare calls follow a bare one.
+ */
+#define TS_PROBE_RUN		4
 #define TS_PROBE_GAP_MIN	16
 #define TS_PROBE_GAP_MAX	256
 #define TS_PROBE_GAP_CALLS	512
@@ -78,7 +86,7 @@ ts_span_count(TsSpanStats *s, bool bare, double ns)
 	s->sum2[bare] += ns * ns;
 }
 
-/* add one span, "bare" if its middle call was not timed */
+/* add one span (per middle call), "bare" if its middle calls were not timed */
 static inline void
 ts_span_add(TsSpanStats *s, bool bare, double ns)
 {

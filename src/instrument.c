@@ -100,9 +100,9 @@ static ExecProcNodeMtd ts_core_first = NULL;
 /* Where a node is in a probe (insitu.h): the call that comes next */
 typedef enum TsProbeStage
 {
-	TS_PROBE_FIRST,				/* the first call: keep its end reading */
-	TS_PROBE_MIDDLE,			/* the middle call: timed or bare */
-	TS_PROBE_LAST				/* the last call: its start ends the span */
+	TS_PROBE_FIRST,				/* the first call: a reading after it */
+	TS_PROBE_MIDDLE,			/* the middle calls: timed or bare */
+	TS_PROBE_LAST				/* the last call: a reading before it */
 } TsProbeStage;
 
 /*
@@ -183,14 +183,14 @@ typedef struct TsInstrumentation
 	/*
 	 * Exact timing with timing_source.subtract_overhead: the probes that
 	 * measure what a timed call costs in this plan (insitu.h).  countdown
-	 * counts the calls to the next probe; a probe's three calls are its
-	 * stages.  The calls run without reads are counted, and each is given
+	 * counts the calls to the next probe; a probe's calls are its stages.  The calls run without reads are counted, and each is given
 	 * the node's mean timed call when the estimate is made.
 	 */
 	bool		probed;
 	TsProbeStage probe_stage;
-	bool		probe_bare;		/* the middle call runs without reads */
-	int64		probe_mark;		/* end reading of the probe's first call */
+	bool		probe_bare;		/* the middle calls run without reads */
+	int			probe_left;		/* middle calls still to run */
+	int64		probe_mark;		/* the reading after the probe's first call */
 	double		bare_calls;
 	bool		imputed;		/* bare calls added to the total */
 	TsSpanStats spans;
@@ -369,41 +369,6 @@ ts_node_calls_so_far(TsInstrumentation *ti)
 }
 
 /*
- * A call of a probe (insitu.h) has run, read at start and end where it was
- * timed: move the probe on.  Out of line: three calls a probe, probes 1 in
- * TS_PROBE_GAP_MIN to TS_PROBE_GAP_MAX calls.  A loop's first call starts
- * the probe over (the body resets the stage), so a span never crosses a
- * rescan and a bare call is never a loop's first.
- */
-static pg_noinline void
-ts_probe_step(TsInstrumentation *ti, TimingClockSource clock, int64 start,
-			  int64 end)
-{
-	switch (ti->probe_stage)
-	{
-		case TS_PROBE_FIRST:
-			ti->probe_mark = end;
-			ti->probe_stage = TS_PROBE_MIDDLE;
-			ti->countdown = 1;
-			break;
-		case TS_PROBE_MIDDLE:
-			if (ti->probe_bare)
-				ti->bare_calls += 1.0;
-			ti->probe_stage = TS_PROBE_LAST;
-			ti->countdown = 1;
-			break;
-		case TS_PROBE_LAST:
-			if (start > ti->probe_mark)
-				ts_span_add(&ti->spans, ti->probe_bare,
-							ts_clock_ticks_ns(clock, start - ti->probe_mark));
-			ti->probe_stage = TS_PROBE_FIRST;
-			ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
-										 ts_rng_uniform());
-			break;
-	}
-}
-
-/*
  * How a wrapper times: not at all (rows only), every call, sampled, or
  * sampled with every call timed as well (the check of the estimates: what
  * sampling adds up is exactly what it does unchecked, so the two totals
@@ -414,8 +379,7 @@ typedef enum TsTiming
 	TS_TIME_NONE,
 	TS_TIME_EXACT,
 	TS_TIME_SAMPLED,
-	TS_TIME_CHECK,
-	TS_TIME_PROBED				/* exact, in a probe (insitu.h) */
+	TS_TIME_CHECK
 } TsTiming;
 
 /* set around a checked run (ts_instrument_set_sample_check) */
@@ -540,14 +504,14 @@ typedef union TsWalSnap
 	TS_WRAPPER(name, timing, clock, TS_USAGE_WIDE)
 #define TS_WIDE_SAMPLED_WRAPPER(name, clock) \
 	TS_SAMPLED_WRAPPER(name, clock, TS_USAGE_WIDE)
-#define TS_WIDE_PROBED_WRAPPER(name, clock) \
-	TS_PROBED_WRAPPER(name, clock, TS_USAGE_WIDE)
+#define TS_WIDE_PROBED_WRAPPER(name, clock, timer, rows) \
+	TS_PROBED_WRAPPER(name, clock, timer, rows)
 #define TS_WIDE(name)			name
 #define TS_USE_WIDE				ts_usage_wide
 #else
 #define TS_WIDE_WRAPPER(name, timing, clock)
 #define TS_WIDE_SAMPLED_WRAPPER(name, clock)
-#define TS_WIDE_PROBED_WRAPPER(name, clock)
+#define TS_WIDE_PROBED_WRAPPER(name, clock, timer, rows)
 #define TS_WIDE(name)			NULL
 #define TS_USE_WIDE				false
 #endif
@@ -587,7 +551,6 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	TsWalSnap	walsnap;
 #endif
 	int64		start = 0;
-	int64		end = 0;
 	bool		timed;
 	bool		drawn = false;
 	uint64		weight = 1;
@@ -611,16 +574,6 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (timing == TS_TIME_EXACT)
 		timed = true;
-	else if (timing == TS_TIME_PROBED)
-	{
-		TsInstrumentation *ti = (TsInstrumentation *) instr;
-
-		if (unlikely(!instr->running))
-			ti->probe_stage = TS_PROBE_FIRST;
-		else if (ti->probe_stage == TS_PROBE_MIDDLE)
-			ti->probe_bare = (ts_rng_next() >> 63) != 0;
-		timed = !(ti->probe_stage == TS_PROBE_MIDDLE && ti->probe_bare);
-	}
 	else if (timing == TS_TIME_SAMPLED || timing == TS_TIME_CHECK)
 	{
 		TsInstrumentation *ti = (TsInstrumentation *) instr;
@@ -673,10 +626,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		ts_clock_fence();
 	if (timed || timing == TS_TIME_CHECK)
 	{
-		int64		ticks;
-
-		end = ts_clock_read(clock);
-		ticks = end - start;
+		int64		end = ts_clock_read(clock);
+		int64		ticks = end - start;
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
@@ -700,8 +651,6 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 		if (clock == TS_CLOCK_TSC)
 			ts_pending_calls++;
 	}
-	if (timing == TS_TIME_PROBED)
-		ts_probe_step((TsInstrumentation *) instr, clock, start, end);
 
 	if (usage == TS_USAGE_SAMPLED && timed)
 	{
@@ -756,7 +705,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 
 	if (!TupIsNull(result))
 		instr->tuplecount += 1.0;
-	else if (timing == TS_TIME_EXACT || timing == TS_TIME_PROBED)
+	else if (timing == TS_TIME_EXACT)
 		((TsInstrumentation *) instr)->nulls += 1.0;
 
 	return result;
@@ -867,22 +816,23 @@ name(PlanState *node) \
 	return name##_due(node); \
 }
 /*
- * An exactly timed node with probes (insitu.h): every call is timed as the
- * exact wrapper times it, but for the three calls of each probe, which the
- * second function takes, out of line, as the sampled wrapper's do.
+ * An exactly timed node with probes (insitu.h): every call runs the very
+ * wrapper exact timing runs ("timer"), entered through a countdown; the
+ * calls of a probe go to ts_probe_call, out of line, which runs the
+ * middle ones through that wrapper or, bare, through the clock-less one of
+ * the same variant ("rows", what TIMING OFF runs).  So the two kinds of
+ * span differ by what the exact wrapper costs beyond the clock-less one,
+ * in the same compiled code every other call runs: the reads' cost
+ * depends on the code around them (a copy of the body inlined elsewhere
+ * measured a quarter more, with the plan's cost unchanged).
  */
-#define TS_PROBED_WRAPPER(name, clock, usage) \
-static pg_noinline TS_WRAPPER_TARGET_##usage TupleTableSlot * \
-name##_due(PlanState *node) \
-{ \
-	return ts_exec_proc_node_body(node, TS_TIME_PROBED, clock, usage); \
-} \
-static TS_WRAPPER_TARGET_##usage TupleTableSlot * \
+#define TS_PROBED_WRAPPER(name, clock, timer, rows) \
+static TupleTableSlot * \
 name(PlanState *node) \
 { \
 	if (likely(--((TsInstrumentation *) node->instrument)->countdown > 0)) \
-		return ts_exec_proc_node_body(node, TS_TIME_EXACT, clock, usage); \
-	return name##_due(node); \
+		return timer(node); \
+	return ts_probe_call(node, clock, timer, rows); \
 }
 #define TS_WRAPPER_TARGET_TS_USAGE_NONE
 #define TS_WRAPPER_TARGET_TS_USAGE_FULL
@@ -903,9 +853,9 @@ TS_SAMPLED_WRAPPER(set##_sampled_full, clock, TS_USAGE_FULL) \
 TS_WIDE_SAMPLED_WRAPPER(set##_sampled_wide, clock) \
 TS_SAMPLED_WRAPPER(set##_sampled_usage, clock, TS_USAGE_SAMPLED) \
 TS_WRAPPER(set##_check, TS_TIME_CHECK, clock, TS_USAGE_FULL) \
-TS_PROBED_WRAPPER(set##_probed, clock, TS_USAGE_NONE) \
-TS_PROBED_WRAPPER(set##_probed_full, clock, TS_USAGE_FULL) \
-TS_WIDE_PROBED_WRAPPER(set##_probed_wide, clock) \
+TS_PROBED_WRAPPER(set##_probed, clock, set##_timer, ts_exec_proc_node_rows) \
+TS_PROBED_WRAPPER(set##_probed_full, clock, set##_full, ts_exec_proc_node_rows_full) \
+TS_WIDE_PROBED_WRAPPER(set##_probed_wide, clock, set##_wide, ts_exec_proc_node_rows_wide) \
 static TupleTableSlot * \
 set##_first(PlanState *node) \
 { \
@@ -947,6 +897,67 @@ static const TsWrapperSet set = { \
 	TS_WIDE(set##_probed_wide) \
 };
 
+/* no timer (TIMING OFF): rows, loops and usage only, no clock */
+TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_NONE)
+TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL)
+TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
+
+/*
+ * A call of a probe (insitu.h), or of a loop's first call while one was
+ * under way (a probe never spans a rescan, and a bare call is never a
+ * loop's first).  The readings that bound the span are taken here, after
+ * the first call's wrapper returns and before the last call's is entered,
+ * so that both kinds of span hold the same code but for the middle calls'
+ * wrapper.  A bare call returning no tuple is counted as the exact wrapper
+ * counts its own.
+ */
+static pg_noinline TupleTableSlot *
+ts_probe_call(PlanState *node, TimingClockSource clock,
+			  ExecProcNodeMtd timer, ExecProcNodeMtd rows)
+{
+	TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
+	TupleTableSlot *slot;
+	int64		now;
+
+	if (!ti->instr.running)
+		ti->probe_stage = TS_PROBE_FIRST;
+
+	switch (ti->probe_stage)
+	{
+		case TS_PROBE_FIRST:
+			slot = timer(node);
+			ti->probe_mark = ts_clock_read(clock);
+			ti->probe_stage = TS_PROBE_MIDDLE;
+			ti->probe_bare = (ts_rng_next() >> 63) != 0;
+			ti->probe_left = TS_PROBE_RUN;
+			ti->countdown = 1;
+			return slot;
+		case TS_PROBE_MIDDLE:
+			if (--ti->probe_left == 0)
+				ti->probe_stage = TS_PROBE_LAST;
+			ti->countdown = 1;
+			slot = (ti->probe_bare ? rows : timer) (node);
+			if (ti->probe_bare)
+			{
+				ti->bare_calls += 1.0;
+				if (TupIsNull(slot))
+					ti->nulls += 1.0;
+			}
+			return slot;
+		case TS_PROBE_LAST:
+			now = ts_clock_read(clock);
+			if (now > ti->probe_mark)
+				ts_span_add(&ti->spans, ti->probe_bare,
+							ts_clock_ticks_ns(clock, now - ti->probe_mark) / TS_PROBE_RUN);
+			ti->probe_stage = TS_PROBE_FIRST;
+			ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
+										 ts_rng_uniform());
+			return timer(node);
+	}
+	pg_unreachable();
+	return NULL;
+}
+
 /* one set per clock the wrappers can read in this build (instrument.h) */
 #if TS_NODE_CLOCK_TSC
 TS_WRAPPER_SET(ts_wrappers_tsc, TS_CLOCK_TSC)
@@ -977,10 +988,6 @@ ts_wrappers_for(TimingClockSource clock)
 	return NULL;
 }
 
-/* no timer (TIMING OFF): rows, loops and usage only, no clock */
-TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_NONE)
-TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL)
-TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
 
 static TupleTableSlot *
 ts_exec_proc_node_first_rows(PlanState *node)

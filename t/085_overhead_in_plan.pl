@@ -1,9 +1,9 @@
 #
 # The cost of a timed call measured in the plan that pays it
 # (timing_source.subtract_overhead, src/insitu.h).  With the setting on,
-# each exactly timed node runs probes: three consecutive calls, the middle
-# one timed or, at random, run without its clock reads, and the difference
-# of the two kinds of span is what a timed call costs there.  The estimate
+# each exactly timed node runs probes: six consecutive calls, the four in
+# the middle timed or, at random, run without their clock reads, and the
+# difference of the two kinds of span is what timed calls cost there.  The estimate
 # says at DEBUG2 what it used for each node, which this test reads.
 #
 # Checked where the wrappers time exactly (every build that reads a
