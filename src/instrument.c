@@ -1475,6 +1475,9 @@ typedef struct TsPlanEntry
 	int			sample_every;
 	bool		subtract;
 	bool		estimated;		/* the estimate has been made */
+	double		call_ns;		/* the plan's measured cost of a timed call
+								 * (its nodes' own, weighted by their spans);
+								 * < 0: none measured */
 } TsPlanEntry;
 
 static TsQueryList ts_plans;
@@ -1565,7 +1568,8 @@ ts_participants(PlanState *node)
  */
 static double
 ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
-			   double calls, double *inside_ns, double *outside_ns)
+			   double calls, double plan_call_ns, double *inside_ns,
+			   double *outside_ns)
 {
 	double		timed = Max(calls - ti->bare_calls, 0.0);
 	double		cal = cost->inside_ns + cost->outside_ns;
@@ -1584,25 +1588,73 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 		ti->imputed = true;
 	}
 
-	if (!ts_span_cost(&ti->spans, &measured, &se))
+	if (ts_span_cost(&ti->spans, &measured, &se))
+	{
+		measured = Max(measured, 0.0);
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out",
+								 node->plan->plan_node_id, measured, 1.96 * se, cal,
+								 (double) ti->spans.n[0], (double) ti->spans.n[1],
+								 (double) ti->spans.dropped)));
+	}
+	else if (plan_call_ns >= 0)
+	{
+		/*
+		 * Too few spans of its own: the plan's other nodes measured what
+		 * the calibration only models, on this machine in this run
+		 */
+		measured = plan_call_ns;
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few of its own; the plan's %.2f ns a timed call, %.2f ns calibrated",
+								 node->plan->plan_node_id,
+								 (double) ti->spans.n[0], (double) ti->spans.n[1],
+								 measured, cal)));
+	}
+	else
 	{
 		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few to measure a timed call's cost; %.2f ns calibrated",
+				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few to measure a timed call's cost, and none measured in the plan; %.2f ns calibrated",
 								 node->plan->plan_node_id,
 								 (double) ti->spans.n[0], (double) ti->spans.n[1],
 								 cal)));
 		return timed;
 	}
-	measured = Max(measured, 0.0);
 	ti->call_ns = measured;
 	*inside_ns = cal > 0 ? measured * (cost->inside_ns / cal) : measured / 2;
 	*outside_ns = measured - *inside_ns;
-	ereport(DEBUG2,
-			(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out",
-							 node->plan->plan_node_id, measured, 1.96 * se, cal,
-							 (double) ti->spans.n[0], (double) ti->spans.n[1],
-							 (double) ti->spans.dropped)));
 	return timed;
+}
+
+typedef struct TsPoolWalk
+{
+	const TsWrapperSet *set;
+	double		sum;			/* cost x spans */
+	double		spans;
+} TsPoolWalk;
+
+/* add a probed node's measured cost, weighted by its spans, and recurse */
+static bool
+ts_pool_node(PlanState *node, void *arg)
+{
+	TsPoolWalk *w = (TsPoolWalk *) arg;
+
+	if (node == NULL)
+		return false;
+	if (node->instrument != NULL && ts_is_exact(node, w->set))
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
+		double		cost;
+		double		se;
+
+		if (ti->probed && ts_span_cost(&ti->spans, &cost, &se))
+		{
+			double		n = (double) (ti->spans.n[0] + ti->spans.n[1]);
+
+			w->sum += Max(cost, 0.0) * n;
+			w->spans += n;
+		}
+	}
+	return planstate_tree_walker(node, ts_pool_node, arg);
 }
 
 /*
@@ -1705,8 +1757,8 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	outside_ns = cost->outside_ns;
 	timed_calls = calls;
 	if (ti != NULL && ti->probed)
-		timed_calls = ts_probe_apply(node, ti, cost, calls, &inside_ns,
-									 &outside_ns);
+		timed_calls = ts_probe_apply(node, ti, cost, calls, plan->call_ns,
+									 &inside_ns, &outside_ns);
 
 	/* never more than the node's own total */
 	total_ns = ts_node_total_s(instr) * 1e9;
@@ -1762,10 +1814,19 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 {
 	QueryDesc  *queryDesc = plan->entry.queryDesc;
 	ListCell   *lc;
+	TsPoolWalk	pool;
 
 	if (plan->estimated || plan->sample_every > 1)
 		return;
 	plan->estimated = true;
+
+	/* what the plan's probed nodes measured, for those too small to */
+	pool.set = plan->set;
+	pool.sum = pool.spans = 0;
+	(void) ts_pool_node(queryDesc->planstate, &pool);
+	foreach(lc, queryDesc->estate->es_subplanstates)
+		(void) ts_pool_node((PlanState *) lfirst(lc), &pool);
+	plan->call_ns = pool.spans > 0 ? pool.sum / pool.spans : -1.0;
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 		(void) ts_overhead_node((PlanState *) lfirst(lc), plan, subtract);
