@@ -75,6 +75,10 @@
 #ifdef TS_HAVE_NODE_WRAPPERS
 
 #include <math.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
+#include <unistd.h>
 
 #include "access/parallel.h"
 #include "executor/executor.h"
@@ -1529,9 +1533,36 @@ ts_overhead_child(PlanState *child, void *arg)
 }
 
 /*
+ * The CPUs this process may run on (its affinity mask, which containers
+ * and taskset narrow; else the online CPUs), once a process
+ */
+static int
+ts_cpus(void)
+{
+	static int	ncpus = 0;
+
+	if (ncpus == 0)
+	{
+#ifdef __linux__
+		cpu_set_t	set;
+
+		if (sched_getaffinity(0, sizeof(set), &set) == 0)
+			ncpus = CPU_COUNT(&set);
+#endif
+		if (ncpus <= 0)
+			ncpus = (int) sysconf(_SC_NPROCESSORS_ONLN);
+		if (ncpus <= 0)
+			ncpus = 1;
+	}
+	return ncpus;
+}
+
+/*
  * Processes a node ran in: the leader if it ran there, and each worker
  * that ran it.  A Gather waits for them side by side, so what their
- * timing cost reaches it divided among them.
+ * timing cost reaches it divided among them, or among the CPUs they share
+ * where there are fewer: processes that take turns on a CPU stretch each
+ * other's wall time by what each of them spends, timing included.
  */
 static int
 ts_participants(PlanState *node)
@@ -1687,7 +1718,15 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		return below.below_ns;
 
 	if (IsA(node, GatherState) || IsA(node, GatherMergeState))
-		below.below_ns /= ts_participants(outerPlanState(node));
+	{
+		int			procs = ts_participants(outerPlanState(node));
+
+		below.below_ns /= Min(procs, ts_cpus());
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: its processes' timing divided among %d (%d processes, %d CPUs)",
+								 node->plan->plan_node_id, Min(procs, ts_cpus()),
+								 procs, ts_cpus())));
+	}
 
 	/* as EXPLAIN would: the last loop's figures into the totals */
 	InstrEndLoop(instr);

@@ -7,6 +7,10 @@
 # one DEBUG3 line per process ("the node wrappers' timing per call"), so
 # the server log says which processes measured.
 #
+# The Gather divides what its processes' timing cost among them, or among
+# the CPUs where fewer (processes taking turns stretch each other's wall
+# time); it says so at DEBUG2.
+#
 # Where nothing estimates (a build without the wrappers on 15-18: core
 # times every call), no process may measure at all.
 #
@@ -76,7 +80,7 @@ my @others = grep { $_ != $pid } keys %measured;
 
 SKIP:
 {
-	skip 'no parallel worker was launched, so there is nothing to judge', 3
+	skip 'no parallel worker was launched, so there is nothing to judge', 4
 	  if $workers == 0;
 
 	ok(!@others,
@@ -86,12 +90,28 @@ SKIP:
 	{
 		ok($measured{$pid}, 'the leader, which estimated, measured');
 		cmp_ok($estimated, '>=', 2, 'nodes above and below the Gather have an estimate');
+
+		# the Gather divides what its processes' timing cost among them,
+		# or among the CPUs they share where there are fewer (nproc, as
+		# the server, reads this process's affinity mask)
+		chomp(my $nproc = `nproc`);
+		my ($div, $procs, $cpus) = $log =~
+		  /\[$pid\] DEBUG:  timing_source: plan node \d+: its processes' timing divided among (\d+) \((\d+) processes, (\d+) CPUs\)/;
+		ok(defined $div
+			  && $procs >= 2
+			  && $procs <= $workers + 1
+			  && $cpus == $nproc
+			  && $div == ($procs < $cpus ? $procs : $cpus),
+			'the Gather divides among the fewer of its processes and the CPUs: '
+			  . (defined $div ? "$div of $procs processes on $cpus CPUs (nproc $nproc)" : 'no line'));
 	}
 	else
 	{
 		ok(!%measured, 'where nothing is estimated, nothing is measured');
 		ok(!wrappers_sample($node),
 			'only a build without the wrappers estimates nothing');
+		ok($log !~ /its processes' timing divided among/,
+			'nothing is divided where nothing is estimated');
 	}
 }
 
