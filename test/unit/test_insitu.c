@@ -18,16 +18,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static uint64_t rng = 0x9E3779B97F4A7C15u;
-
 /* uniform in (0, 1] */
 static double
 uniform(void)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return ((double) (rng >> 11) + 1.0) / 9007199254740992.0;
+	return ((double) (tap_random() >> 11) + 1.0) / 9007199254740992.0;
 }
 
 /* a span: base, exponential noise of mean "noise", "cost" if timed */

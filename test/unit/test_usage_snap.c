@@ -29,16 +29,6 @@ typedef union Arena
 	uint64_t	w[MAX_WORDS + 8];
 } Arena;
 
-static uint64_t rng = 0x9E3779B97F4A7C15u;
-
-static uint64_t
-next_word(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
-	return rng;
-}
 
 static void
 check_size(size_t words, size_t offset)
@@ -57,7 +47,7 @@ check_size(size_t words, size_t offset)
 				guards_ignored = 1;
 
 	for (size_t i = 0; i < MAX_WORDS + 8; i++)
-		arena.w[i] = next_word();
+		arena.w[i] = tap_random();
 	for (size_t i = 0; i < MAX_WORDS + 4; i++)
 		snap.w[i] = 0;
 
