@@ -173,4 +173,42 @@ ts_probe_gap(double mean, double u)
 	return 1 + (int64_t) floor(log(u) / log1p(-1.0 / mean));
 }
 
+/*
+ * Whether a call of "ns" may stand in for bare calls: not one above the
+ * spans' cap (a single call longer than a usual span, such as a join's
+ * last call that drains its outer side, would be counted again for every
+ * bare call beside it), nor any where the spans read as zero.  Before the
+ * cap is set every call may.
+ */
+static inline bool
+ts_span_usual(const TsSpanStats *s, double ns)
+{
+	return s->nseed < TS_SPAN_SEEDS || ns <= s->cap;
+}
+
+/*
+ * What the bare calls of one probe are taken to have lasted: each the mean
+ * of the probe's timed neighbours, its first and last calls ("first_ns",
+ * "last_ns"; < 0 where a neighbour cannot serve: a loop's first call,
+ * which is its startup, or a last call that never came because the loop
+ * ended).  Returns < 0 when neither can.  Neighbours rather than the
+ * node's mean call: probes come more often while a node is young, so
+ * where its calls grow dearer or cheaper over its life (a join whose last
+ * call drains its outer side) the bare calls are no random draw of its
+ * calls, but each lies next to its neighbours, which are drawn exactly as
+ * they are.  A neighbour's duration holds its own clock reads' part; the
+ * caller counts that part as the bare calls' overhead.
+ */
+static inline double
+ts_bare_imputed(double bare, double first_ns, double last_ns)
+{
+	if (first_ns >= 0 && last_ns >= 0)
+		return bare * (first_ns + last_ns) / 2;
+	if (first_ns >= 0)
+		return bare * first_ns;
+	if (last_ns >= 0)
+		return bare * last_ns;
+	return -1;
+}
+
 #endif							/* TS_INSITU_H */

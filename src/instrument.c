@@ -187,15 +187,21 @@ typedef struct TsInstrumentation
 	/*
 	 * Exact timing with timing_source.subtract_overhead: the probes that
 	 * measure what a timed call costs in this plan (insitu.h).  countdown
-	 * counts the calls to the next probe; a probe's calls are its stages.  The calls run without reads are counted, and each is given
-	 * the node's mean timed call when the estimate is made.
+	 * counts the calls to the next probe; a probe's calls are its stages.
+	 * The calls run without reads are counted, and each is given the mean
+	 * of its probe's timed first and last calls (ts_bare_imputed), or,
+	 * lacking both, the node's mean timed call when the estimate is made.
 	 */
 	bool		probed;
 	TsProbeStage probe_stage;
 	bool		probe_bare;		/* the middle calls run without reads */
 	int			probe_left;		/* middle calls still to run */
 	int64		probe_mark;		/* the reading after the probe's first call */
+	double		probe_first_ns; /* its first call's duration, < 0: none */
+	double		probe_pending;	/* its bare calls, not yet given a length */
 	double		bare_calls;
+	double		bare_ns;		/* the length given to bare calls so far */
+	double		bare_orphans;	/* bare calls whose probe had no neighbour */
 	bool		imputed;		/* bare calls added to the total */
 	TsSpanStats spans;
 	double		call_ns;		/* the cost the probes measured, < 0: none */
@@ -906,6 +912,26 @@ TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_NONE)
 TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL)
 TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
 
+/* give the bare calls of the probe under way their length (insitu.h) */
+static void
+ts_probe_settle(TsInstrumentation *ti, double last_ns)
+{
+	double		ns;
+
+	if (ti->probe_pending <= 0)
+		return;
+	if (!ts_span_usual(&ti->spans, ti->probe_first_ns))
+		ti->probe_first_ns = -1.0;
+	if (!ts_span_usual(&ti->spans, last_ns))
+		last_ns = -1.0;
+	ns = ts_bare_imputed(ti->probe_pending, ti->probe_first_ns, last_ns);
+	if (ns >= 0)
+		ti->bare_ns += ns;
+	else
+		ti->bare_orphans += ti->probe_pending;
+	ti->probe_pending = 0;
+}
+
 /*
  * A call of a probe (insitu.h), or of a loop's first call while one was
  * under way (a probe never spans a rescan, and a bare call is never a
@@ -913,7 +939,8 @@ TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
  * the first call's wrapper returns and before the last call's is entered,
  * so that both kinds of span hold the same code but for the middle calls'
  * wrapper.  A bare call returning no tuple is counted as the exact wrapper
- * counts its own.
+ * counts its own.  The first and last calls' durations, what the timer
+ * adds to the loop's counter, stand for the bare calls between them.
  */
 static pg_noinline TupleTableSlot *
 ts_probe_call(PlanState *node, TimingClockSource clock,
@@ -922,14 +949,27 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 	TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
 	TupleTableSlot *slot;
 	int64		now;
+	double		before;
 
 	if (!ti->instr.running)
+	{
+		ts_probe_settle(ti, -1.0);
 		ti->probe_stage = TS_PROBE_FIRST;
+	}
 
 	switch (ti->probe_stage)
 	{
 		case TS_PROBE_FIRST:
-			slot = timer(node);
+			/* a loop's first call is its startup: no bare call's like */
+			ti->probe_first_ns = -1.0;
+			if (ti->instr.running)
+			{
+				before = TS_NODE_COUNTER_NS(&ti->instr);
+				slot = timer(node);
+				ti->probe_first_ns = TS_NODE_COUNTER_NS(&ti->instr) - before;
+			}
+			else
+				slot = timer(node);
 			ti->probe_mark = ts_clock_read(clock);
 			ti->probe_stage = TS_PROBE_MIDDLE;
 			ti->probe_bare = (ts_rng_next() >> 63) != 0;
@@ -944,8 +984,30 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 			if (ti->probe_bare)
 			{
 				ti->bare_calls += 1.0;
+				ti->probe_pending += 1.0;
 				if (TupIsNull(slot))
+				{
+					/*
+					 * Most likely the loop's end, and the last call may be
+					 * the dearest of all (a join draining its outer side):
+					 * its neighbours cannot stand for it, and the probe
+					 * would never reach its last call.  The bare calls get
+					 * what the span took so far, the little work of the
+					 * parent between them included, and the probe ends.
+					 */
 					ti->nulls += 1.0;
+					now = ts_clock_read(clock);
+					if (now > ti->probe_mark)
+					{
+						ti->bare_ns += ts_clock_ticks_ns(clock, now - ti->probe_mark);
+						ti->probe_pending = 0;
+					}
+					else
+						ts_probe_settle(ti, -1.0);
+					ti->probe_stage = TS_PROBE_FIRST;
+					ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
+												 ts_rng_uniform());
+				}
 			}
 			return slot;
 		case TS_PROBE_LAST:
@@ -956,7 +1018,10 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 			ti->probe_stage = TS_PROBE_FIRST;
 			ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
 										 ts_rng_uniform());
-			return timer(node);
+			before = TS_NODE_COUNTER_NS(&ti->instr);
+			slot = timer(node);
+			ts_probe_settle(ti, TS_NODE_COUNTER_NS(&ti->instr) - before);
+			return slot;
 	}
 	pg_unreachable();
 	return NULL;
@@ -1587,15 +1652,15 @@ ts_participants(PlanState *node)
 }
 
 /*
- * A probed node (insitu.h): its bare calls go into its total, each as long
- * as its timed calls after the first of their loops were on average (they
- * were chosen at random among those, so the total stays unbiased; a
- * loop's first call, a sort's or a hash's whole input, is startup), once;
- * and where its probes measured
- * what a timed call cost in this plan, that figure replaces the
- * calibration's, split into the parts inside and outside the node's own
- * interval as the calibration splits its own.  Returns the calls that
- * were timed.
+ * A probed node (insitu.h): its bare calls go into its total, once, each
+ * as long as its probe's timed neighbours (ts_bare_imputed); those of a
+ * probe without a usable neighbour (cut short by the end of its loop, or
+ * the node's end) as long as the node's timed calls after the first of
+ * their loops were on average (a loop's first call, a sort's or a hash's
+ * whole input, is startup).  And where its probes measured what a timed
+ * call cost in this plan, that figure replaces the calibration's, split
+ * into the parts inside and outside the node's own interval as the
+ * calibration splits its own.  Returns the calls that were timed.
  */
 static double
 ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
@@ -1607,15 +1672,18 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 	double		measured;
 	double		se;
 
-	if (ti->bare_calls > 0 && !ti->imputed && timed > ti->instr.nloops)
+	if (ti->bare_calls > 0 && !ti->imputed)
 	{
 		double		total_s = ts_node_total_s(&ti->instr);
 		double		startup_s = ts_node_startup_s(&ti->instr);
 		double		later_s = Max(total_s - startup_s, 0.0);
+		double		bare_s;
 
-		ts_node_set_times(&ti->instr,
-						  total_s + ti->bare_calls * later_s / (timed - ti->instr.nloops),
-						  startup_s);
+		ts_probe_settle(ti, -1.0);
+		bare_s = ti->bare_ns / 1e9;
+		if (ti->bare_orphans > 0 && timed > ti->instr.nloops)
+			bare_s += ti->bare_orphans * later_s / (timed - ti->instr.nloops);
+		ts_node_set_times(&ti->instr, total_s + bare_s, startup_s);
 		ti->imputed = true;
 	}
 
@@ -1799,9 +1867,14 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		timed_calls = ts_probe_apply(node, ti, cost, calls, plan->call_ns,
 									 &inside_ns, &outside_ns);
 
-	/* never more than the node's own total */
+	/*
+	 * Never more than the node's own total.  The bare calls' lengths were
+	 * taken from timed calls, reads included, so the total holds the
+	 * inside part for them as well; they added nothing to the enclosing
+	 * calls' time.
+	 */
 	total_ns = ts_node_total_s(instr) * 1e9;
-	own = timed_calls * inside_ns + below.below_ns;
+	own = calls * inside_ns + below.below_ns;
 	if (own > total_ns)
 		own = total_ns;
 	if (own < 0)
@@ -1829,7 +1902,8 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		ti->overhead_ns = own;
 	}
 
-	return own + timed_calls * outside_ns;
+	return Max(own - (calls - timed_calls) * inside_ns, 0.0) +
+		timed_calls * outside_ns;
 }
 
 /* the top node's estimate of the query that ended last, for compare() */

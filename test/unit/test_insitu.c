@@ -11,6 +11,11 @@
  * do not move it; a node with too few spans, or spans that read as zero,
  * has no figure; the gaps between probes have the mean they are drawn at,
  * grow with a node's calls within their bounds, and are never below 1.
+ * And the bare calls' lengths: a node whose calls grow dearer over its
+ * life is run through the probes' schedule as the wrapper runs it, and
+ * its total with the bare calls given their neighbours' lengths must be
+ * unbiased, where the node's mean call (the bare calls fall more often
+ * among its early, cheap calls) overstates it.
  */
 #include "insitu.h"
 #include "tap.h"
@@ -50,6 +55,85 @@ fill(TsSpanStats *s, int n, double base, double noise, double cost,
 
 		ts_span_add(s, bare, span(bare, base, noise, cost, outliers));
 	}
+}
+
+/*
+ * One loop of "n" calls, the i-th lasting 200 ns plus up to 1800 more as
+ * the loop goes on, with noise, run through the probes' schedule; its
+ * total with the bare calls given their neighbours' lengths and given the
+ * mean of the later timed calls, each over the true total
+ */
+static void
+rising_node(int n, double *by_neighbours, double *by_mean)
+{
+	double		truth = 0;
+	double		seen = 0;		/* what the timer adds up */
+	double		later_sum = 0;	/* the same without the loop's first call */
+	double		first_ns = 0;
+	double		bare_ns = 0;
+	double		bare = 0;
+	double		pending = 0;
+	double		orphans = 0;
+	double		later_mean;
+	int64_t		timed = 0;
+	int64_t		countdown = ts_probe_gap(TS_PROBE_GAP_MIN, uniform());
+	int			stage = 0;		/* 0 between probes, 1 to 4 middle, 5 last */
+	bool		probe_bare = false;
+
+	for (int i = 0; i < n; i++)
+	{
+		double		d = 200 + 1800.0 * i / n - 50 * log(uniform());
+		bool		is_bare = false;
+
+		truth += d;
+		if (stage == 0 && --countdown <= 0)
+		{
+			/* the probe's first call; a loop's first cannot stand in */
+			first_ns = i == 0 ? -1 : d;
+			probe_bare = uniform() < 0.5;
+			stage = 1;
+		}
+		else if (stage >= 1 && stage <= TS_PROBE_RUN)
+		{
+			is_bare = probe_bare;
+			stage++;
+		}
+		else if (stage == TS_PROBE_RUN + 1)
+		{
+			double		ns = ts_bare_imputed(pending, first_ns, d);
+
+			if (ns >= 0)
+				bare_ns += ns;
+			else
+				orphans += pending;
+			pending = 0;
+			stage = 0;
+			countdown = ts_probe_gap(ts_probe_gap_mean(i + 1), uniform());
+		}
+		if (is_bare)
+		{
+			bare += 1;
+			pending += 1;
+			continue;
+		}
+		timed++;
+		seen += d;
+		if (i > 0)
+			later_sum += d;
+	}
+	/* a probe cut short by the loop's end keeps only its first call */
+	if (pending > 0)
+	{
+		double		ns = ts_bare_imputed(pending, first_ns, -1);
+
+		if (ns >= 0)
+			bare_ns += ns;
+		else
+			orphans += pending;
+	}
+	later_mean = later_sum / (double) (timed - 1);
+	*by_neighbours = (seen + bare_ns + orphans * later_mean) / truth;
+	*by_mean = (seen + bare * later_mean) / truth;
 }
 
 int
@@ -149,6 +233,40 @@ main(void)
 	   "gaps drawn at mean 64 average %.2f, the shortest 1", sum_gap / 200000);
 	ok(ts_probe_gap(1, 0.5) == 1 && ts_probe_gap(16, 1.0) == 1,
 	   "a gap is at least 1");
+
+	/* the bare calls' lengths, over many nodes whose calls grow dearer */
+	{
+		double		neighbours = 0,
+					mean = 0;
+		double		a,
+					b;
+		int			runs = 200;
+
+		memset(&s, 0, sizeof(s));
+		ok(ts_span_usual(&s, 1e9), "before the cap is set any call may stand in");
+		for (int i = 0; i < TS_SPAN_SEEDS; i++)
+			ts_span_add(&s, i % 2, 100);
+		ok(ts_span_usual(&s, 100 * TS_SPAN_CAP_FACTOR) &&
+		   !ts_span_usual(&s, 100 * TS_SPAN_CAP_FACTOR + 1),
+		   "then only calls within the spans' cap");
+		ok(ts_bare_imputed(4, 100, 300) == 800 &&
+		   ts_bare_imputed(4, -1, 300) == 1200 &&
+		   ts_bare_imputed(2, 100, -1) == 200 &&
+		   ts_bare_imputed(4, -1, -1) < 0,
+		   "bare calls take their probe's neighbours' mean, or the one there is, or none");
+		for (int r = 0; r < runs; r++)
+		{
+			rising_node(20000, &a, &b);
+			neighbours += a / runs;
+			mean += b / runs;
+		}
+		ok(fabs(neighbours - 1) < 0.002,
+		   "given their neighbours' lengths, the total is %.4f of the truth",
+		   neighbours);
+		ok(mean - 1 > 0.005,
+		   "given the node's mean call it would be %.4f: the bare calls are no random draw",
+		   mean);
+	}
 
 	return done_testing();
 }
