@@ -532,9 +532,10 @@ _PG_init(void)
 							 "On, EXPLAIN ANALYZE and auto_explain print each exactly timed node's times "
 							 "less an estimate of what its own clock reads and those of the timed nodes "
 							 "beneath it cost, from a per-call cost each node measures among its own calls "
-							 "(a few of which run without their clock reads), or one measured in this "
-							 "process for nodes of few calls; never below zero.  Changes printed figures only, never the clock; no effect on sampled "
-							 "timing or where core times the nodes.",
+							 "(a few of which run without their clock reads), or for nodes of few calls the "
+							 "one the plan's other nodes measured; never below zero.  Changes printed "
+							 "figures only, never the clock; no effect on sampled timing or where core "
+							 "times the nodes.",
 							 &ts_subtract_overhead,
 							 false,
 							 PGC_USERSET,
