@@ -74,6 +74,7 @@
  */
 #include "tsclock.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -176,6 +177,66 @@ tsclock_read_os_clocksource(char *buf, size_t len)
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
 		buf[--n] = '\0';
 	return n > 0;
+}
+
+int
+tsclock_cpu_quota_parse(const char *cpu_max)
+{
+	long long	quota;
+	long long	period;
+
+	if (cpu_max == NULL ||
+		sscanf(cpu_max, "%lld %lld", &quota, &period) != 2 ||
+		quota <= 0 || period <= 0)
+		return 0;
+	if (quota / period >= INT_MAX)
+		return 0;
+	return (int) ((quota + period - 1) / period);
+}
+
+/*
+ * A container's CPU limit is a quota on its cgroup's time, not a narrower
+ * affinity mask: its processes may run on every CPU of the host but get
+ * only so many CPUs' worth of time.  The cgroup is the one /proc/self/cgroup
+ * names (cgroup v2, "0::<path>"); inside a cgroup namespace that is "/",
+ * the container's own.  cgroup v1 is not read.
+ */
+int
+tsclock_cpu_quota(void)
+{
+	char		line[1024];
+	char		path[1200];
+	char		buf[128];
+	FILE	   *f;
+	int			cpus = 0;
+
+	path[0] = '\0';
+	f = fopen("/proc/self/cgroup", "r");
+	if (f != NULL)
+	{
+		while (fgets(line, sizeof(line), f) != NULL)
+		{
+			size_t		n = strlen(line);
+
+			if (strncmp(line, "0::", 3) != 0)
+				continue;
+			while (n > 0 && line[n - 1] == '\n')
+				line[--n] = '\0';
+			snprintf(path, sizeof(path), "/sys/fs/cgroup%s/cpu.max",
+					 strcmp(line + 3, "/") == 0 ? "" : line + 3);
+			break;
+		}
+		fclose(f);
+	}
+	if (path[0] == '\0')
+		return 0;
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) != NULL)
+		cpus = tsclock_cpu_quota_parse(buf);
+	fclose(f);
+	return cpus;
 }
 
 /*

@@ -423,6 +423,15 @@ extern uint64_t tsclock_counter_step(void);
  */
 extern bool tsclock_read_os_clocksource(char *buf, size_t len);
 
+/*
+ * The CPUs a cgroup v2 "cpu.max" line ("<quota> <period>" or "max
+ * <period>") allows, rounded up; 0 for no limit or a line not understood
+ */
+extern int	tsclock_cpu_quota_parse(const char *cpu_max);
+
+/* the same for this process's cgroup, 0 where none limits it */
+extern int	tsclock_cpu_quota(void);
+
 /* Multiplier for a frequency, for tsclock_ticks_to_ns_mult() */
 extern uint64_t tsclock_mult_for_khz(uint64_t khz);
 

@@ -1159,6 +1159,19 @@ test_recovery_math(void)
 	ok(tsclock_trip_backoff(6400, 100, 64, 10) == 6400, "trip: capped as well");
 }
 
+static void
+test_cpu_quota(void)
+{
+	ok(tsclock_cpu_quota_parse("200000 100000\n") == 2, "cpu.max: 2 CPUs' time");
+	ok(tsclock_cpu_quota_parse("150000 100000") == 2, "cpu.max: 1.5 rounds up to 2");
+	ok(tsclock_cpu_quota_parse("50000 100000") == 1, "cpu.max: half a CPU is 1");
+	ok(tsclock_cpu_quota_parse("max 100000\n") == 0, "cpu.max: no limit");
+	ok(tsclock_cpu_quota_parse("") == 0 && tsclock_cpu_quota_parse(NULL) == 0 &&
+	   tsclock_cpu_quota_parse("0 100000") == 0 &&
+	   tsclock_cpu_quota_parse("100000 0") == 0,
+	   "cpu.max: empty, zero or missing is no limit");
+}
+
 int
 main(void)
 {
@@ -1169,6 +1182,7 @@ main(void)
 	test_restore();
 	test_recovery_math();
 	test_read_names();
+	test_cpu_quota();
 	test_this_machine();
 
 	return done_testing();
