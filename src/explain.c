@@ -192,7 +192,8 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 	if (overhead_ns >= 0 && planstate->instrument->nloops > 0)
 	{
 		double		ms = overhead_ns / 1e6;
-		double		call_ns = ts_node_overhead_call_ns(planstate);
+		bool		pooled;
+		double		call_ns = ts_node_overhead_call_ns(planstate, &pooled);
 
 		if (es->format == EXPLAIN_FORMAT_TEXT)
 		{
@@ -203,9 +204,9 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 			if (ts_node_overhead_subtracted(planstate))
 				appendStringInfoString(&buf, " (subtracted");
 			if (call_ns >= 0)
-				appendStringInfo(&buf, "%s%.1f ns a call, measured in the plan",
+				appendStringInfo(&buf, "%s%.1f ns a call, measured in the plan%s",
 								 ts_node_overhead_subtracted(planstate) ? "; " : " (",
-								 call_ns);
+								 call_ns, pooled ? "'s other nodes" : "");
 			if (ts_node_overhead_subtracted(planstate) || call_ns >= 0)
 				appendStringInfoChar(&buf, ')');
 			ExplainPropertyText("Timing Overhead", buf.data, es);
@@ -215,8 +216,12 @@ ts_explain_per_node(PlanState *planstate, List *ancestors,
 		{
 			ExplainPropertyFloat("Timing Overhead", "ms", ms, 3, es);
 			if (call_ns >= 0)
+			{
 				ExplainPropertyFloat("Timing Overhead Measured Per Call", "ns",
 									 call_ns, 1, es);
+				ExplainPropertyText("Timing Overhead Measured At",
+									pooled ? "other nodes" : "this node", es);
+			}
 		}
 	}
 

@@ -42,14 +42,9 @@
 #define TS_SPAN_CAP_FACTOR	8.0
 /* spans of each kind below which the node has no measured cost */
 #define TS_SPAN_MIN			64
+/* timed spans below which the gap around a middle call is unknown */
+#define TS_GAP_MIN			8
 
-/*
- * The mean gap between probes grows with the calls a node has made, from
- * 1 in TS_PROBE_GAP_MIN (a node of a few thousand calls gets enough
- * probes for a figure) to 1 in TS_PROBE_GAP_MAX (a node of millions pays
- * for few), so that its bare calls, half of each probe's middle ones,
- * stay a small part of its calls.
- */
 /*
  * The middle calls of a probe.  A single bare call between timed ones
  * cannot overlap with its neighbours as calls of a clock-less plan do, and
@@ -57,6 +52,13 @@
  * four, most bare calls follow a bare one.
  */
 #define TS_PROBE_RUN		4
+/*
+ * The mean gap between probes grows with the calls a node has made, from
+ * 1 in TS_PROBE_GAP_MIN (a node of a few thousand calls gets enough
+ * probes for a figure) to 1 in TS_PROBE_GAP_MAX (a node of millions pays
+ * for few), so that its bare calls, half of each probe's middle ones,
+ * stay a small part of its calls.
+ */
 #define TS_PROBE_GAP_MIN	16
 #define TS_PROBE_GAP_MAX	256
 #define TS_PROBE_GAP_CALLS	512
@@ -65,16 +67,19 @@ typedef struct TsSpanStats
 {
 	double		seed[TS_SPAN_SEEDS];
 	bool		seed_bare[TS_SPAN_SEEDS];
+	double		seed_gap[TS_SPAN_SEEDS];
 	int			nseed;
 	double		cap;			/* set once the seeds are in */
 	uint64_t	n[2];			/* [0] timed, [1] bare: spans counted */
 	double		sum[2];
 	double		sum2[2];
 	uint64_t	dropped;		/* spans above the cap */
+	uint64_t	gap_n;			/* timed spans whose gap is known */
+	double		gap_sum;
 } TsSpanStats;
 
 static inline void
-ts_span_count(TsSpanStats *s, bool bare, double ns)
+ts_span_count(TsSpanStats *s, bool bare, double ns, double gap)
 {
 	if (ns > s->cap)
 	{
@@ -84,21 +89,32 @@ ts_span_count(TsSpanStats *s, bool bare, double ns)
 	s->n[bare]++;
 	s->sum[bare] += ns;
 	s->sum2[bare] += ns * ns;
+	if (!bare && gap >= 0)
+	{
+		s->gap_n++;
+		s->gap_sum += gap;
+	}
 }
 
-/* add one span (per middle call), "bare" if its middle calls were not timed */
+/*
+ * Add one span (per middle call), "bare" if its middle calls were not
+ * timed.  "gap" is, for a timed span, what of it (per middle call) the
+ * middle calls' own timers did not see: the work around them, mostly
+ * their parent's; < 0 where unknown.
+ */
 static inline void
-ts_span_add(TsSpanStats *s, bool bare, double ns)
+ts_span_add(TsSpanStats *s, bool bare, double ns, double gap)
 {
 	double		sorted[TS_SPAN_SEEDS];
 
 	if (s->nseed == TS_SPAN_SEEDS)
 	{
-		ts_span_count(s, bare, ns);
+		ts_span_count(s, bare, ns, gap);
 		return;
 	}
 	s->seed[s->nseed] = ns;
 	s->seed_bare[s->nseed] = bare;
+	s->seed_gap[s->nseed] = gap;
 	if (++s->nseed < TS_SPAN_SEEDS)
 		return;
 
@@ -117,7 +133,19 @@ ts_span_add(TsSpanStats *s, bool bare, double ns)
 	if (s->cap <= 0)
 		s->cap = -1;
 	for (int i = 0; i < TS_SPAN_SEEDS; i++)
-		ts_span_count(s, s->seed_bare[i], s->seed[i]);
+		ts_span_count(s, s->seed_bare[i], s->seed[i], s->seed_gap[i]);
+}
+
+/*
+ * The mean gap around a middle call (see ts_span_add), < 0 while fewer
+ * than TS_GAP_MIN timed spans have counted one
+ */
+static inline double
+ts_span_gap(const TsSpanStats *s)
+{
+	if (s->gap_n < TS_GAP_MIN)
+		return -1.0;
+	return s->gap_sum / (double) s->gap_n;
 }
 
 /*
@@ -177,13 +205,15 @@ ts_probe_gap(double mean, double u)
  * Whether a call of "ns" may stand in for bare calls: not one above the
  * spans' cap (a single call longer than a usual span, such as a join's
  * last call that drains its outer side, would be counted again for every
- * bare call beside it), nor any where the spans read as zero.  Before the
- * cap is set every call may.
+ * bare call beside it), nor any where the spans read as zero, nor any
+ * before the cap is set, when nothing tells a preempted call from a usual
+ * one (the node's mean call stands in then: its probes are still evenly
+ * spread over its calls).
  */
 static inline bool
 ts_span_usual(const TsSpanStats *s, double ns)
 {
-	return s->nseed < TS_SPAN_SEEDS || ns <= s->cap;
+	return s->nseed == TS_SPAN_SEEDS && ns <= s->cap;
 }
 
 /*
@@ -209,6 +239,54 @@ ts_bare_imputed(double bare, double first_ns, double last_ns)
 	if (last_ns >= 0)
 		return bare * last_ns;
 	return -1;
+}
+
+/*
+ * What the bare calls of a probe cut short by an empty return are taken
+ * to have lasted: "pending" of them, the empty one last, which is most
+ * likely its loop's end and may be the dearest call of all (a join
+ * draining its outer side), so its neighbour cannot stand for it; none
+ * comes after it.  "span_ns" is the reading since the probe's first call
+ * returned: the bare calls and, before each, the work around it, which is
+ * mostly the parent's and may be far longer (a nested loop runs a whole
+ * inner loop between two calls of its outer side).  So the empty call
+ * takes, in order of preference:
+ *
+ * - the mean of the node's timed empty calls after the first of their
+ *   loops ("null_ns", < 0 if none), the others the first neighbour's
+ *   length ("first_ns", < 0 if it cannot serve);
+ * - the span less the usual gap around a middle call for each ("gap_ns",
+ *   ts_span_gap, < 0 if unknown), never below zero, for all of them;
+ * - nothing, all of them counted as "orphans", left to the node's mean.
+ *
+ * Returns the length given; *orphans the calls given none.
+ */
+static inline double
+ts_bare_null_imputed(double pending, double span_ns, double gap_ns,
+					 double null_ns, double first_ns, double *orphans)
+{
+	*orphans = 0;
+	if (pending <= 0)
+		return 0;
+	if (null_ns >= 0)
+	{
+		double		others = ts_bare_imputed(pending - 1, first_ns, -1);
+
+		if (pending - 1 <= 0)
+			return null_ns;
+		if (others >= 0)
+			return null_ns + others;
+		*orphans = pending - 1;
+		return null_ns;
+	}
+	if (gap_ns >= 0 && span_ns >= 0)
+	{
+		double		ns = span_ns - pending * gap_ns;
+
+		return ns > 0 ? ns : 0;
+	}
+	*orphans = pending;
+	return 0;
 }
 
 #endif							/* TS_INSITU_H */

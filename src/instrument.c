@@ -181,6 +181,9 @@ typedef struct TsInstrumentation
 	 * the calls this process made; the overhead estimate once made.
 	 */
 	double		nulls;
+	int64		null_ticks;		/* the clock's ticks of those after the
+								 * first call of their loop */
+	double		null_timed;		/* and how many they were */
 	double		overhead_ns;	/* < 0: not estimated yet */
 	bool		subtracted;		/* removed from total and startup */
 
@@ -197,6 +200,7 @@ typedef struct TsInstrumentation
 	bool		probe_bare;		/* the middle calls run without reads */
 	int			probe_left;		/* middle calls still to run */
 	int64		probe_mark;		/* the reading after the probe's first call */
+	double		probe_mark_ns;	/* and the node's counter then */
 	double		probe_first_ns; /* its first call's duration, < 0: none */
 	double		probe_pending;	/* its bare calls, not yet given a length */
 	double		bare_calls;
@@ -205,6 +209,7 @@ typedef struct TsInstrumentation
 	bool		imputed;		/* bare calls added to the total */
 	TsSpanStats spans;
 	double		call_ns;		/* the cost the probes measured, < 0: none */
+	bool		call_pooled;	/* that of the plan's other nodes */
 
 	/*
 	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
@@ -561,6 +566,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	TsWalSnap	walsnap;
 #endif
 	int64		start = 0;
+	int64		ticks = 0;
+	bool		first = !instr->running;
 	bool		timed;
 	bool		drawn = false;
 	uint64		weight = 1;
@@ -637,7 +644,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	if (timed || timing == TS_TIME_CHECK)
 	{
 		int64		end = ts_clock_read(clock);
-		int64		ticks = end - start;
+
+		ticks = end - start;
 
 		/*
 		 * The TSC is invariant and synchronized across CPUs whenever the
@@ -716,7 +724,20 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	if (!TupIsNull(result))
 		instr->tuplecount += 1.0;
 	else if (timing == TS_TIME_EXACT)
-		((TsInstrumentation *) instr)->nulls += 1.0;
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) instr;
+
+		/*
+		 * An empty return after a loop's first call is what a probe's
+		 * bare call that ends the loop is likeliest like (ts_probe_call)
+		 */
+		ti->nulls += 1.0;
+		if (!first && likely(ticks > 0))
+		{
+			ti->null_ticks += ticks;
+			ti->null_timed += 1.0;
+		}
+	}
 
 	return result;
 }
@@ -929,7 +950,53 @@ ts_probe_settle(TsInstrumentation *ti, double last_ns)
 		ti->bare_ns += ns;
 	else
 		ti->bare_orphans += ti->probe_pending;
+	ti->bare_calls += ti->probe_pending;
 	ti->probe_pending = 0;
+}
+
+/*
+ * The probe's bare calls when the last of them returned no tuple, at
+ * reading "now" (ts_bare_null_imputed)
+ */
+static void
+ts_probe_settle_null(TsInstrumentation *ti, TimingClockSource clock,
+					 int64 now)
+{
+	double		span_ns = now > ti->probe_mark ?
+		ts_clock_ticks_ns(clock, now - ti->probe_mark) : -1.0;
+	double		null_ns = ti->null_timed > 0 ?
+		ts_clock_ticks_ns(clock, ti->null_ticks) / ti->null_timed : -1.0;
+	double		orphans;
+
+	if (!ts_span_usual(&ti->spans, ti->probe_first_ns))
+		ti->probe_first_ns = -1.0;
+	ti->bare_ns += ts_bare_null_imputed(ti->probe_pending, span_ns,
+										ts_span_gap(&ti->spans), null_ns,
+										ti->probe_first_ns, &orphans);
+	ti->bare_orphans += orphans;
+	ti->bare_calls += ti->probe_pending;
+	ti->probe_pending = 0;
+}
+
+/* a call through the exact wrapper "timer", and what its timer counted */
+static inline TupleTableSlot *
+ts_probe_timed(PlanState *node, ExecProcNodeMtd timer, double *ns)
+{
+	TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
+	double		before = TS_NODE_COUNTER_NS(&ti->instr);
+	TupleTableSlot *slot = timer(node);
+
+	*ns = TS_NODE_COUNTER_NS(&ti->instr) - before;
+	return slot;
+}
+
+/* the probe is over: draw the calls to the next one */
+static inline void
+ts_probe_end(TsInstrumentation *ti)
+{
+	ti->probe_stage = TS_PROBE_FIRST;
+	ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
+								 ts_rng_uniform());
 }
 
 /*
@@ -938,9 +1005,10 @@ ts_probe_settle(TsInstrumentation *ti, double last_ns)
  * loop's first).  The readings that bound the span are taken here, after
  * the first call's wrapper returns and before the last call's is entered,
  * so that both kinds of span hold the same code but for the middle calls'
- * wrapper.  A bare call returning no tuple is counted as the exact wrapper
- * counts its own.  The first and last calls' durations, what the timer
- * adds to the loop's counter, stand for the bare calls between them.
+ * wrapper; the middle calls' bookkeeping is the same for both kinds too.
+ * A middle call returning no tuple ends the probe, of either kind, without
+ * a span.  The first and last calls' durations, what the timer adds to the
+ * loop's counter, stand for the bare calls between them.
  */
 static pg_noinline TupleTableSlot *
 ts_probe_call(PlanState *node, TimingClockSource clock,
@@ -949,7 +1017,7 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 	TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
 	TupleTableSlot *slot;
 	int64		now;
-	double		before;
+	double		ns;
 
 	if (!ti->instr.running)
 	{
@@ -960,67 +1028,54 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 	switch (ti->probe_stage)
 	{
 		case TS_PROBE_FIRST:
-			/* a loop's first call is its startup: no bare call's like */
-			ti->probe_first_ns = -1.0;
-			if (ti->instr.running)
 			{
-				before = TS_NODE_COUNTER_NS(&ti->instr);
-				slot = timer(node);
-				ti->probe_first_ns = TS_NODE_COUNTER_NS(&ti->instr) - before;
+				/* a loop's first call is its startup: no bare call's like */
+				bool		loop_first = !ti->instr.running;
+
+				slot = ts_probe_timed(node, timer, &ns);
+				ti->probe_first_ns = loop_first ? -1.0 : ns;
+				ti->probe_mark_ns = TS_NODE_COUNTER_NS(&ti->instr);
+				ti->probe_mark = ts_clock_read(clock);
+				ti->probe_stage = TS_PROBE_MIDDLE;
+				ti->probe_bare = (ts_rng_next() >> 63) != 0;
+				ti->probe_left = TS_PROBE_RUN;
+				ti->countdown = 1;
+				return slot;
 			}
-			else
-				slot = timer(node);
-			ti->probe_mark = ts_clock_read(clock);
-			ti->probe_stage = TS_PROBE_MIDDLE;
-			ti->probe_bare = (ts_rng_next() >> 63) != 0;
-			ti->probe_left = TS_PROBE_RUN;
-			ti->countdown = 1;
-			return slot;
 		case TS_PROBE_MIDDLE:
 			if (--ti->probe_left == 0)
 				ti->probe_stage = TS_PROBE_LAST;
 			ti->countdown = 1;
 			slot = (ti->probe_bare ? rows : timer) (node);
-			if (ti->probe_bare)
+			ti->probe_pending += (double) ti->probe_bare;
+			if (unlikely(TupIsNull(slot)))
 			{
-				ti->bare_calls += 1.0;
-				ti->probe_pending += 1.0;
-				if (TupIsNull(slot))
+				/* most likely the loop's end: no last call will come */
+				if (ti->probe_bare)
 				{
-					/*
-					 * Most likely the loop's end, and the last call may be
-					 * the dearest of all (a join draining its outer side):
-					 * its neighbours cannot stand for it, and the probe
-					 * would never reach its last call.  The bare calls get
-					 * what the span took so far, the little work of the
-					 * parent between them included, and the probe ends.
-					 */
+					/* counted as the exact wrapper counts its own */
 					ti->nulls += 1.0;
-					now = ts_clock_read(clock);
-					if (now > ti->probe_mark)
-					{
-						ti->bare_ns += ts_clock_ticks_ns(clock, now - ti->probe_mark);
-						ti->probe_pending = 0;
-					}
-					else
-						ts_probe_settle(ti, -1.0);
-					ti->probe_stage = TS_PROBE_FIRST;
-					ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
-												 ts_rng_uniform());
+					ts_probe_settle_null(ti, clock, ts_clock_read(clock));
 				}
+				ts_probe_end(ti);
 			}
 			return slot;
 		case TS_PROBE_LAST:
 			now = ts_clock_read(clock);
 			if (now > ti->probe_mark)
-				ts_span_add(&ti->spans, ti->probe_bare,
-							ts_clock_ticks_ns(clock, now - ti->probe_mark) / TS_PROBE_RUN);
-			ti->probe_stage = TS_PROBE_FIRST;
-			ti->countdown = ts_probe_gap(ts_probe_gap_mean(ts_node_calls_so_far(ti)),
-										 ts_rng_uniform());
-			before = TS_NODE_COUNTER_NS(&ti->instr);
-			slot = timer(node);
-			ts_probe_settle(ti, TS_NODE_COUNTER_NS(&ti->instr) - before);
+			{
+				double		span_ns = ts_clock_ticks_ns(clock, now - ti->probe_mark);
+				double		gap = -1.0;
+
+				if (!ti->probe_bare)
+					gap = Max(span_ns - (TS_NODE_COUNTER_NS(&ti->instr) -
+										 ti->probe_mark_ns), 0.0) / TS_PROBE_RUN;
+				ts_span_add(&ti->spans, ti->probe_bare, span_ns / TS_PROBE_RUN,
+							gap);
+			}
+			ts_probe_end(ti);
+			slot = ts_probe_timed(node, timer, &ns);
+			ts_probe_settle(ti, ns);
 			return slot;
 	}
 	pg_unreachable();
@@ -1598,8 +1653,9 @@ ts_overhead_child(PlanState *child, void *arg)
 }
 
 /*
- * The CPUs this process may run on (its affinity mask, which containers
- * and taskset narrow; else the online CPUs), once a process
+ * The CPUs this process may run on (its affinity mask, which taskset and
+ * cpusets narrow; else the online CPUs), or fewer where its cgroup's CPU
+ * quota allows less time than that, once a process
  */
 static int
 ts_cpus(void)
@@ -1608,6 +1664,8 @@ ts_cpus(void)
 
 	if (ncpus == 0)
 	{
+		int			quota = tsclock_cpu_quota();
+
 #ifdef __linux__
 		cpu_set_t	set;
 
@@ -1616,6 +1674,8 @@ ts_cpus(void)
 #endif
 		if (ncpus <= 0)
 			ncpus = (int) sysconf(_SC_NPROCESSORS_ONLN);
+		if (quota > 0 && (ncpus <= 0 || quota < ncpus))
+			ncpus = quota;
 		if (ncpus <= 0)
 			ncpus = 1;
 	}
@@ -1667,20 +1727,20 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 			   double calls, double plan_call_ns, double *inside_ns,
 			   double *outside_ns)
 {
-	double		timed = Max(calls - ti->bare_calls, 0.0);
+	double		timed;
 	double		cal = cost->inside_ns + cost->outside_ns;
 	double		measured;
 	double		se;
 
+	ts_probe_settle(ti, -1.0);
+	timed = Max(calls - ti->bare_calls, 0.0);
 	if (ti->bare_calls > 0 && !ti->imputed)
 	{
 		double		total_s = ts_node_total_s(&ti->instr);
 		double		startup_s = ts_node_startup_s(&ti->instr);
 		double		later_s = Max(total_s - startup_s, 0.0);
-		double		bare_s;
+		double		bare_s = ti->bare_ns / 1e9;
 
-		ts_probe_settle(ti, -1.0);
-		bare_s = ti->bare_ns / 1e9;
 		if (ti->bare_orphans > 0 && timed > ti->instr.nloops)
 			bare_s += ti->bare_orphans * later_s / (timed - ti->instr.nloops);
 		ts_node_set_times(&ti->instr, total_s + bare_s, startup_s);
@@ -1703,6 +1763,7 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 		 * the calibration only models, on this machine in this run
 		 */
 		measured = plan_call_ns;
+		ti->call_pooled = true;
 		ereport(DEBUG2,
 				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few of its own; the plan's %.2f ns a timed call, %.2f ns calibrated",
 								 node->plan->plan_node_id,
@@ -1788,12 +1849,13 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	if (IsA(node, GatherState) || IsA(node, GatherMergeState))
 	{
 		int			procs = ts_participants(outerPlanState(node));
+		int			cpus = ts_cpus();
 
-		below.below_ns /= Min(procs, ts_cpus());
+		below.below_ns /= Min(procs, cpus);
 		ereport(DEBUG2,
 				(errmsg_internal("timing_source: plan node %d: its processes' timing divided among %d (%d processes, %d CPUs)",
-								 node->plan->plan_node_id, Min(procs, ts_cpus()),
-								 procs, ts_cpus())));
+								 node->plan->plan_node_id, Min(procs, cpus),
+								 procs, cpus)));
 	}
 
 	/* as EXPLAIN would: the last loop's figures into the totals */
@@ -1933,12 +1995,14 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 		return;
 	plan->estimated = true;
 
-	/* what the plan's probed nodes measured, for those too small to */
+	/*
+	 * What the plan's probed nodes measured, for those too small to.  The
+	 * walker reaches every subplan the plan ran through the nodes that ran
+	 * it; es_subplanstates would count those a second time.
+	 */
 	pool.set = plan->set;
 	pool.sum = pool.spans = 0;
 	(void) ts_pool_node(queryDesc->planstate, &pool);
-	foreach(lc, queryDesc->estate->es_subplanstates)
-		(void) ts_pool_node((PlanState *) lfirst(lc), &pool);
 	plan->call_ns = pool.spans > 0 ? pool.sum / pool.spans : -1.0;
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
 	foreach(lc, queryDesc->estate->es_subplanstates)
@@ -1969,13 +2033,15 @@ ts_node_overhead_subtracted(PlanState *node)
 }
 
 double
-ts_node_overhead_call_ns(PlanState *node)
+ts_node_overhead_call_ns(PlanState *node, bool *pooled)
 {
 	TsInstrumentation *ti;
 
+	*pooled = false;
 	if (ts_node_overhead_ns(node) < 0)
 		return -1.0;
 	ti = (TsInstrumentation *) node->instrument;
+	*pooled = ti->call_pooled;
 	return ti->probed ? ti->call_ns : -1.0;
 }
 
@@ -2329,8 +2395,9 @@ ts_node_overhead_subtracted(PlanState *node)
 }
 
 double
-ts_node_overhead_call_ns(PlanState *node)
+ts_node_overhead_call_ns(PlanState *node, bool *pooled)
 {
+	*pooled = false;
 	return -1.0;
 }
 

@@ -284,11 +284,12 @@ extern double ts_node_overhead_ns(PlanState *node);
 extern bool ts_node_overhead_subtracted(PlanState *node);
 
 /*
- * What one timed call of the node cost, as its probes measured it in its
- * plan (ns, >= 0; insitu.h), where its estimate used that figure; < 0
- * where it used the calibration's
+ * What one timed call of the node cost, as probes measured it in its plan
+ * (ns, >= 0; insitu.h), where its estimate used that figure; < 0 where it
+ * used the calibration's.  *pooled says whether the figure is the plan's
+ * other nodes' (the node had too few probes of its own).
  */
-extern double ts_node_overhead_call_ns(PlanState *node);
+extern double ts_node_overhead_call_ns(PlanState *node, bool *pooled);
 
 /* How the wrappers timed a plan state's query, if they did */
 typedef struct TsPlanTiming

@@ -178,7 +178,7 @@ if ($major >= 18 && $samples)
 	$node->safe_psql('postgres', "LOAD 'auto_explain'; SET auto_explain.log_min_duration = 0; "
 		  . "SET auto_explain.log_analyze = on; SET timing_source.subtract_overhead = on; $cq");
 	like(slurp_file($node->logfile, $offset),
-		qr/Timing Overhead: ~[0-9.]+ ms \(subtracted(?:; [0-9.]+ ns a call, measured in the plan)?\)\n.*Timing: (?:TSC|system clock)[^\n]*, overhead subtracted/s,
+		qr/Timing Overhead: ~[0-9.]+ ms \(subtracted(?:; [0-9.]+ ns a call, measured in the plan(?:'s other nodes)?)?\)\n.*Timing: (?:TSC|system clock)[^\n]*, overhead subtracted/s,
 		'18+: auto_explain shows the estimates and the clock, subtracted');
 }
 else

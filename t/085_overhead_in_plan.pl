@@ -22,6 +22,11 @@
 #   mean call overstated the join, whose bare calls fall among its cheap
 #   early ones; one taken from its neighbours lost the drain whenever the
 #   draining call was bare.)
+# - the outer side of a nested loop, a single loop of a few hundred cheap
+#   calls with a whole inner loop between two of them, stays well under
+#   one inner loop over 100 runs.  (A probe's bare call that ended the
+#   loop was given the span since the probe's first call, which held up to
+#   four inner loops.)
 #
 use strict;
 use warnings;
@@ -41,7 +46,9 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE outer_t AS SELECT g FROM generate_series(1, 200) g;
 	CREATE TABLE inner_t AS SELECT g FROM generate_series(1, 500) g;
 	CREATE TABLE small_t AS SELECT g FROM generate_series(1, 20000) g;
-	VACUUM ANALYZE big, outer_t, inner_t, small_t;
+	CREATE TABLE nl_outer AS SELECT g FROM generate_series(1, 300) g;
+	CREATE TABLE nl_inner AS SELECT g FROM generate_series(1, 10000) g;
+	VACUUM ANALYZE big, outer_t, inner_t, small_t, nl_outer, nl_inner;
 });
 
 my $count = 'SELECT count(*) FROM big';
@@ -121,7 +128,7 @@ is($plan_figure, $cost,
 # one DEBUG2 gave, and on the node that took it from the plan
 SKIP:
 {
-	skip 'PostgreSQL 15-17 have no per-node EXPLAIN hook for the figure', 3
+	skip 'PostgreSQL 15-17 have no per-node EXPLAIN hook for the figure', 4
 	  if pg_major($node) < 18;
 	my ($out, $err) = ('', '');
 	$node->psql('postgres', qq{
@@ -137,8 +144,12 @@ SKIP:
 	# double: rounding the printed 45.25 again may differ by a tenth
 	ok(defined $debug && defined $shown && abs($shown - $debug) <= 0.051,
 		'with the figure its estimate used: ' . ($shown // 'none') . ' for ' . ($debug // 'none'));
-	my ($top) = $out =~ /\n  Timing Overhead: ~[0-9.]+ ms \(subtracted; ([0-9.]+) ns a call, measured in the plan\)\n/;
-	is($top, $shown, "the Aggregate shows the plan's figure");
+	my ($top) = $out =~ /\n  Timing Overhead: ~[0-9.]+ ms \(subtracted; ([0-9.]+) ns a call, measured in the plan's other nodes\)\n/;
+	is($top, $shown, "the Aggregate shows the plan's figure, and says it is the other nodes'");
+	my ($json) = run_explain($count, 'on');
+	my $agg = $json->[0]{Plan};
+	is(join(' / ', map { $_->{'Timing Overhead Measured At'} // 'none' } ($agg, $agg->{Plans}[0])),
+		'other nodes / this node', 'the structured formats say where each figure was measured');
 }
 
 # the nested loop's rescanned inner side: the probes start over in
@@ -190,6 +201,34 @@ SKIP:
 		}
 	}
 	is($bad, 0, "every node within its parent, overheads added back ($pairs pairs in 60 runs) $worst");
+}
+
+
+# the outer side of a nested loop: 300 cheap calls in one loop, an inner
+# loop of 10,000 rows between each two
+{
+	my $outer = 'SELECT sum(s.c) FROM nl_outer o, LATERAL (SELECT count(*) AS c FROM nl_inner i WHERE i.g <> o.g) s';
+	my $settings = 'SET max_parallel_workers_per_gather = 0;';
+	my ($bad, $runs, $worst) = (0, 0, 0);
+	for my $run (1 .. 100)
+	{
+		my ($plan) = run_explain($outer, 'on', $settings);
+		my $nl = $plan->[0]{Plan}{Plans}[0];
+		next unless $nl->{'Node Type'} eq 'Nested Loop';
+		my ($scan, $inner) = @{ $nl->{Plans} };
+		next unless $scan->{'Actual Loops'} == 1 && $inner->{'Actual Loops'} == 300;
+		$runs++;
+		# its calls after the first: a new backend's first call opens
+		# and reads the table, and is no call a probe takes
+		my $ratio = ($scan->{'Actual Total Time'} - $scan->{'Actual Startup Time'})
+		  / ($inner->{'Actual Total Time'} || 1e-3);
+		$worst = $ratio if $ratio > $worst;
+		$bad++ if $ratio > 0.5;
+	}
+	is($runs, 100, 'the nested loop ran its inner side once per outer row in every run');
+	cmp_ok($bad, '<=', 2,
+		sprintf('the outer scan\'s calls after its first stay under half an inner loop (%d of %d runs over; the worst %.2f inner loops)',
+			$bad, $runs, $worst));
 }
 
 $node->stop;

@@ -228,7 +228,7 @@ SELECT CASE WHEN NOT :'has_hook'::bool THEN t !~ 'Timing'
 			WHEN :'wrapped'::bool THEN t ~ E'\n  Timing: system clock, overhead subtracted\n'
 			ELSE t ~ E'\n  Timing: system clock\n' END
 		   AS plan_line_subtracted,
-	   CASE WHEN :'has_hook'::bool AND :'wrapped'::bool THEN t ~ E'\n  Timing Overhead: ~[0-9.]+ ms \\(subtracted(; [0-9.]+ ns a call, measured in the plan)?\\)\n'
+	   CASE WHEN :'has_hook'::bool AND :'wrapped'::bool THEN t ~ E'\n  Timing Overhead: ~[0-9.]+ ms \\(subtracted(; [0-9.]+ ns a call, measured in the plan(''s other nodes)?)?\\)\n'
 			ELSE t !~ 'Timing Overhead' END AS node_line_subtracted
   FROM pg_temp.ovh_text('SELECT count(*) FROM ovh_small', 'ANALYZE, BUFFERS OFF', true) AS t;
 SELECT CASE WHEN NOT :'has_hook'::bool THEN t !~ 'Timing'

@@ -15,7 +15,10 @@
  * life is run through the probes' schedule as the wrapper runs it, and
  * its total with the bare calls given their neighbours' lengths must be
  * unbiased, where the node's mean call (the bare calls fall more often
- * among its early, cheap calls) overstates it.
+ * among its early, cheap calls) overstates it.  A probe whose last bare
+ * call returned nothing: the outer side of a nested loop, whose calls are
+ * far apart, and a join that drains its outer side in its last call, each
+ * must get about what its bare calls took, not the span around them.
  */
 #include "insitu.h"
 #include "tap.h"
@@ -53,7 +56,7 @@ fill(TsSpanStats *s, int n, double base, double noise, double cost,
 	{
 		bool		bare = uniform() < 0.5;
 
-		ts_span_add(s, bare, span(bare, base, noise, cost, outliers));
+		ts_span_add(s, bare, span(bare, base, noise, cost, outliers), -1);
 	}
 }
 
@@ -194,16 +197,16 @@ main(void)
 	/* too few spans of one kind: no figure */
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 1000; i++)
-		ts_span_add(&s, i % 20 == 0, 100);
+		ts_span_add(&s, i % 20 == 0, 100, -1);
 	ok(s.n[1] < TS_SPAN_MIN && !ts_span_cost(&s, &cost, &se),
 	   "%llu bare spans (under %d): no figure",
 	   (unsigned long long) s.n[1], TS_SPAN_MIN);
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 2 * TS_SPAN_MIN - 2; i++)
-		ts_span_add(&s, i % 2, 100);
+		ts_span_add(&s, i % 2, 100, -1);
 	ok(!ts_span_cost(&s, &cost, &se), "63 spans of each kind: no figure");
-	ts_span_add(&s, 0, 100);
-	ts_span_add(&s, 1, 100);
+	ts_span_add(&s, 0, 100, -1);
+	ts_span_add(&s, 1, 100, -1);
 	have = ts_span_cost(&s, &cost, &se);
 	ok(have && cost == 0 && se == 0,
 	   "64 of each kind, all alike: a cost of 0 +/- 0");
@@ -211,7 +214,7 @@ main(void)
 	/* a clock too coarse to see the spans: no figure, ever */
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 10000; i++)
-		ts_span_add(&s, i % 2, i < TS_SPAN_SEEDS ? 0 : 1000);
+		ts_span_add(&s, i % 2, i < TS_SPAN_SEEDS ? 0 : 1000, -1);
 	ok(!ts_span_cost(&s, &cost, &se) && s.dropped == 10000,
 	   "spans that read as zero at first leave no figure");
 
@@ -243,9 +246,9 @@ main(void)
 		int			runs = 200;
 
 		memset(&s, 0, sizeof(s));
-		ok(ts_span_usual(&s, 1e9), "before the cap is set any call may stand in");
+		ok(!ts_span_usual(&s, 100), "before the cap is set no call may stand in");
 		for (int i = 0; i < TS_SPAN_SEEDS; i++)
-			ts_span_add(&s, i % 2, 100);
+			ts_span_add(&s, i % 2, 100, -1);
 		ok(ts_span_usual(&s, 100 * TS_SPAN_CAP_FACTOR) &&
 		   !ts_span_usual(&s, 100 * TS_SPAN_CAP_FACTOR + 1),
 		   "then only calls within the spans' cap");
@@ -266,6 +269,91 @@ main(void)
 		ok(mean - 1 > 0.005,
 		   "given the node's mean call it would be %.4f: the bare calls are no random draw",
 		   mean);
+	}
+
+	/* the gap around middle calls, from timed spans that know it */
+	memset(&s, 0, sizeof(s));
+	for (int i = 0; i < TS_GAP_MIN - 1; i++)
+		ts_span_add(&s, false, 150, 100);
+	ok(ts_span_gap(&s) < 0, "%d timed spans: no gap yet", TS_GAP_MIN - 1);
+	for (int i = 0; i < 400; i++)
+	{
+		ts_span_add(&s, false, 150, 90 + 20 * (i % 2));
+		ts_span_add(&s, true, 140, -1);
+	}
+	ts_span_add(&s, false, 1e6, 1e6 - 50);
+	ok(fabs(ts_span_gap(&s) - 100) < 0.1,
+	   "the mean gap of timed spans within the cap: %.2f", ts_span_gap(&s));
+
+	/* a probe cut short by an empty bare call */
+	{
+		double		orphans;
+		double		ns;
+		double		old_err = 0,
+					outer_err = 0,
+					drain_err = 0;
+		int			trials = 2000;
+
+		ns = ts_bare_null_imputed(3, 5000, 1000, 70, 40, &orphans);
+		ok(ns == 70 + 2 * 40 && orphans == 0,
+		   "the empty call takes the node's empty calls' mean, the others their neighbour");
+		ns = ts_bare_null_imputed(3, 5000, 1000, 70, -1, &orphans);
+		ok(ns == 70 && orphans == 2,
+		   "without a neighbour the others are left to the node's mean");
+		ns = ts_bare_null_imputed(1, 5000, 1000, 70, -1, &orphans);
+		ok(ns == 70 && orphans == 0, "an empty call alone needs no neighbour");
+		ns = ts_bare_null_imputed(3, 5000, 1000, -1, 40, &orphans);
+		ok(ns == 2000 && orphans == 0,
+		   "without timed empty calls: the span less a gap for each");
+		ns = ts_bare_null_imputed(3, 2500, 1000, -1, 40, &orphans);
+		ok(ns == 0 && orphans == 0, "never below zero");
+		ns = ts_bare_null_imputed(3, 5000, -1, -1, 40, &orphans);
+		ok(ns == 0 && orphans == 3, "with no gap known either: all left to the mean");
+
+		/*
+		 * A nested loop's outer side: calls of 100 ns, 100 us of inner
+		 * loop (+- 1%) between two; its one loop's last call, empty, was
+		 * the third bare call of a probe.  And a join whose last call
+		 * reads 1 ms more, with 50 ns (+- 20%) of parent between calls.
+		 */
+		for (int t = 0; t < trials; t++)
+		{
+			double		outer_gap = 1e5;
+			double		outer_span = 0;
+			double		drain_span = 0;
+
+			memset(&s, 0, sizeof(s));
+			for (int i = 0; i < 200; i++)
+			{
+				double		g = outer_gap * (0.99 + 0.02 * uniform());
+
+				ts_span_add(&s, i % 2, g + 100, i % 2 ? -1 : g);
+			}
+			for (int k = 0; k < 3; k++)
+				outer_span += outer_gap * (0.99 + 0.02 * uniform()) + 100;
+			ns = ts_bare_null_imputed(3, outer_span, ts_span_gap(&s), -1, 100,
+									  &orphans);
+			outer_err += fabs(ns - 300) / trials;
+			old_err += fabs(outer_span - 300) / trials;
+
+			memset(&s, 0, sizeof(s));
+			for (int i = 0; i < 200; i++)
+			{
+				double		g = 50 * (0.8 + 0.4 * uniform());
+
+				ts_span_add(&s, i % 2, g + 100, i % 2 ? -1 : g);
+			}
+			for (int k = 0; k < 3; k++)
+				drain_span += 50 * (0.8 + 0.4 * uniform()) + (k == 2 ? 1e6 : 100);
+			ns = ts_bare_null_imputed(3, drain_span, ts_span_gap(&s), -1, 100,
+									  &orphans);
+			drain_err += fabs(ns - (1e6 + 200)) / (1e6 + 200) / trials;
+		}
+		ok(outer_err < 0.02 * 1e5,
+		   "the outer side's bare calls are off by %.0f ns on average, not the %.0f of the span",
+		   outer_err, old_err);
+		ok(drain_err < 0.001,
+		   "the draining call gets its length to %.4f%%", 100 * drain_err);
 	}
 
 	return done_testing();
