@@ -1112,7 +1112,6 @@ ts_wrappers_for(TimingClockSource clock)
 	return NULL;
 }
 
-
 static TupleTableSlot *
 ts_exec_proc_node_first_rows(PlanState *node)
 {

@@ -16,7 +16,6 @@
  */
 #include "postgres.h"
 
-
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"

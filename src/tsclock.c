@@ -973,7 +973,6 @@ tsclock_detect_into(TsClockInfo *info)
 	char		clocksource[64];
 	int			attempt;
 
-
 	tsclock_probe_cpuid(&raw);
 	memset(&cal, 0, sizeof(cal));
 	for (attempt = 0; raw.rdtscp && attempt < TSCLOCK_CAL_ATTEMPTS; attempt++)

@@ -29,7 +29,6 @@ typedef union Arena
 	uint64_t	w[MAX_WORDS + 8];
 } Arena;
 
-
 static void
 check_size(size_t words, size_t offset)
 {
