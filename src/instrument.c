@@ -567,7 +567,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 #endif
 	int64		start = 0;
 	int64		ticks = 0;
-	bool		first = !instr->running;
+	bool		first;
 	bool		timed;
 	bool		drawn = false;
 	uint64		weight = 1;
@@ -713,7 +713,8 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
 	 * firsttuple forward until a tuple has been counted.  Without the timer
 	 * counter stays zero, and so does firsttuple, as in core.
 	 */
-	if (unlikely(!instr->running))
+	first = !instr->running;
+	if (unlikely(first))
 	{
 		instr->running = true;
 		TS_INSTR_SET_FIRSTTUPLE(instr);
