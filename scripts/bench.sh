@@ -56,7 +56,10 @@
 # node's exact, sampled and ref totals over untimed, and the largest
 # deviation of sampled and of exact from the reference among nodes whose
 # reference is >= 1 ms; where timing_source.subtract_overhead exists, the
-# same for exact timing with it on ("subtracted").
+# same for exact timing with it on ("subtracted").  Then the reference
+# itself is checked: one scan under parents of growing per-row work (and
+# alone), every mode's figure of the scan; a figure that grows with the
+# parent's work counts part of it.
 #
 # With its own cluster, on x86-64 with AVX2 and the TSC usable: buffer
 # usage kept by the wide (AVX2) wrappers against plain copies.  A second
@@ -830,6 +833,83 @@ if [ -n "$samp_src" ]; then
 		'subtracted %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
 	echo "(a fuller accuracy run, with error bars and overhead subtraction, over 22 analytic queries: --tpch)"
+fi
+
+# ---- the same scan under parents of growing per-row work ----
+# The inner nodes' reference (sampled at 1 in 256) is only as good as the
+# sampled calls it adds up.  The scan of t100k does the same work whatever
+# its parent (an Aggregate) does with each row: count(*), a numeric sum,
+# an md5 of every row.  So the scan's figure of a mode should not move with
+# the parent; where it grows, the mode is counting part of the parent's
+# work as the scan's.  The scan alone, at the top, anchors them: its
+# untimed time is the scan's work and the executor's loop around it.
+# Rounds interleave exact, subtracted (where the setting exists), sampled
+# 1 in 64 and 1 in 256, and untimed (the top node's Execution Time);
+# medians.
+if [ -n "$samp_src" ]; then
+	parent_csv="$csvdir/bench-$stamp-parent.csv"
+	echo "cpu,postgresql,parent,untimed_ms,exact_scan_ms,subtracted_scan_ms,sampled64_scan_ms,sampled256_scan_ms,exact_top_ms,subtracted_top_ms,sampled64_top_ms,sampled256_top_ms" >"$parent_csv"
+	declare -a table_parent
+	for entry in "none (scan alone)|id" "count(*)|count(*)" "sum(numeric)|sum(id::numeric)" "sum(md5 length)|sum(length(md5(id::text)))"; do
+		IFS='|' read -r pname agg <<<"$entry"
+		row=$(psql_db -At -F ' ' <<-EOF
+			$setup_sql
+			SET max_parallel_workers_per_gather = 0;
+			SET timing_clock_source = '$samp_src';
+			-- every = 0: TIMING OFF (the Execution Time twice); -1: exact,
+			-- overhead subtracted; otherwise sampled 1 in every: the top
+			-- node's total and its child's (the top's again if it is the
+			-- scan)
+			CREATE FUNCTION pg_temp.scan_under(every int) RETURNS float8[] LANGUAGE plpgsql AS \$\$
+			DECLARE d jsonb;
+			BEGIN
+				PERFORM set_config('timing_source.sample_every', greatest(every, 1)::text, false);
+				IF $can_sub THEN
+					PERFORM set_config('timing_source.subtract_overhead', (every < 0)::text, false);
+				END IF;
+				IF every = 0 THEN
+					EXECUTE 'EXPLAIN (ANALYZE, TIMING OFF, BUFFERS OFF, FORMAT JSON) SELECT $agg FROM t100k' INTO d;
+					RETURN ARRAY[(d -> 0 ->> 'Execution Time')::float8, (d -> 0 ->> 'Execution Time')::float8];
+				END IF;
+				EXECUTE 'EXPLAIN (ANALYZE, BUFFERS OFF, FORMAT JSON) SELECT $agg FROM t100k' INTO d;
+				RETURN ARRAY[(d -> 0 -> 'Plan' ->> 'Actual Total Time')::float8,
+							 (coalesce(d -> 0 -> 'Plan' -> 'Plans' -> 0, d -> 0 -> 'Plan') ->> 'Actual Total Time')::float8];
+			END \$\$;
+			CREATE TEMP TABLE runs (every int, top float8, scan float8);
+			SELECT pg_temp.scan_under(1) IS NOT NULL AS warm \gset
+			DO \$\$
+			DECLARE
+				order_ int[] := CASE WHEN $can_sub THEN ARRAY[1, 64, 0, 256, -1] ELSE ARRAY[1, 64, 0, 256] END;
+				n int := cardinality(order_);
+				t float8[];
+			BEGIN
+				FOR r IN 1..3 * $reps LOOP
+					FOR k IN 0..n - 1 LOOP
+						t := pg_temp.scan_under(order_[1 + (k + r) % n]);
+						INSERT INTO runs VALUES (order_[1 + (k + r) % n], t[1], t[2]);
+					END LOOP;
+				END LOOP;
+			END \$\$;
+			CREATE FUNCTION pg_temp.med(want int, want_top bool) RETURNS text LANGUAGE sql AS
+				\$\$ SELECT coalesce(to_char(percentile_cont(0.5) WITHIN GROUP (ORDER BY CASE WHEN want_top THEN r.top ELSE r.scan END),
+										'FM999990.000'), '-') FROM runs r WHERE r.every = want \$\$;
+			SELECT pg_temp.med(0, true), pg_temp.med(1, false), pg_temp.med(-1, false), pg_temp.med(64, false),
+				   pg_temp.med(256, false), pg_temp.med(1, true), pg_temp.med(-1, true), pg_temp.med(64, true),
+				   pg_temp.med(256, true);
+		EOF
+		)
+		read -r untimed e_scan s_scan p64_scan p256_scan e_top s_top p64_top p256_top <<<"$row"
+		table_parent+=("$(printf '%-18s %9s %9s %11s %9s %9s %9s %11s %9s %9s' "$pname" "$untimed" \
+			"$e_scan" "$s_scan" "$p64_scan" "$p256_scan" "$e_top" "$s_top" "$p64_top" "$p256_top")")
+		echo "\"$cpu\",\"$pgver\",\"$pname\",$untimed,$e_scan,${s_scan/#-/},$p64_scan,$p256_scan,$e_top,${s_top/#-/},$p64_top,$p256_top" >>"$parent_csv"
+	done
+	echo
+	echo "One scan of t100k under an Aggregate of growing per-row work, $(clock_name "$samp_src"), medians of $((3 * reps)) runs, ms:"
+	echo "the scan does the same work under each parent, so a mode whose scan figure grows with the parent's work"
+	echo "counts part of the parent's as the scan's (exact includes its own clock reads; subtracted removes them):"
+	printf '%-18s %9s %9s %11s %9s %9s %9s %11s %9s %9s\n' parent untimed 'exact' 'subtracted' 'sampled' 'sampled' 'exact' 'subtracted' 'sampled' 'sampled'
+	printf '%-18s %9s %9s %11s %9s %9s %9s %11s %9s %9s\n' '' '' scan scan '1/64 scan' '1/256 scan' top top '1/64 top' '1/256 top'
+	printf '%s\n' "${table_parent[@]}"
 fi
 
 # ---- buffer usage: the wide (AVX2) wrappers against plain copies ----
