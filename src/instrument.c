@@ -934,6 +934,27 @@ TS_WRAPPER(ts_exec_proc_node_rows, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_NONE)
 TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL)
 TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
 
+/*
+ * The duration of the probe's first call, where a neighbour may stand in
+ * for its bare calls; < 0 where none may
+ */
+static inline double
+ts_probe_first_ns(const TsInstrumentation *ti)
+{
+	return ts_span_usual(&ti->spans, ti->probe_first_ns) ?
+		ti->probe_first_ns : -1.0;
+}
+
+/* the probe's bare calls were given "ns" in all, "orphans" of them none */
+static inline void
+ts_probe_close(TsInstrumentation *ti, double ns, double orphans)
+{
+	ti->bare_ns += ns;
+	ti->bare_orphans += orphans;
+	ti->bare_calls += ti->probe_pending;
+	ti->probe_pending = 0;
+}
+
 /* give the bare calls of the probe under way their length (insitu.h) */
 static void
 ts_probe_settle(TsInstrumentation *ti, double last_ns)
@@ -942,17 +963,13 @@ ts_probe_settle(TsInstrumentation *ti, double last_ns)
 
 	if (ti->probe_pending <= 0)
 		return;
-	if (!ts_span_usual(&ti->spans, ti->probe_first_ns))
-		ti->probe_first_ns = -1.0;
 	if (!ts_span_usual(&ti->spans, last_ns))
 		last_ns = -1.0;
-	ns = ts_bare_imputed(ti->probe_pending, ti->probe_first_ns, last_ns);
+	ns = ts_bare_imputed(ti->probe_pending, ts_probe_first_ns(ti), last_ns);
 	if (ns >= 0)
-		ti->bare_ns += ns;
+		ts_probe_close(ti, ns, 0);
 	else
-		ti->bare_orphans += ti->probe_pending;
-	ti->bare_calls += ti->probe_pending;
-	ti->probe_pending = 0;
+		ts_probe_close(ti, 0, ti->probe_pending);
 }
 
 /*
@@ -968,15 +985,12 @@ ts_probe_settle_null(TsInstrumentation *ti, TimingClockSource clock,
 	double		null_ns = ti->null_timed > 0 ?
 		ts_clock_ticks_ns(clock, ti->null_ticks) / ti->null_timed : -1.0;
 	double		orphans;
+	double		ns;
 
-	if (!ts_span_usual(&ti->spans, ti->probe_first_ns))
-		ti->probe_first_ns = -1.0;
-	ti->bare_ns += ts_bare_null_imputed(ti->probe_pending, span_ns,
-										ts_span_gap(&ti->spans), null_ns,
-										ti->probe_first_ns, &orphans);
-	ti->bare_orphans += orphans;
-	ti->bare_calls += ti->probe_pending;
-	ti->probe_pending = 0;
+	ns = ts_bare_null_imputed(ti->probe_pending, span_ns,
+							  ts_span_gap(&ti->spans), null_ns,
+							  ts_probe_first_ns(ti), &orphans);
+	ts_probe_close(ti, ns, orphans);
 }
 
 /* a call through the exact wrapper "timer", and what its timer counted */
