@@ -22,7 +22,11 @@
  * rare expensive call) would dominate a mean of a few thousand, so spans
  * above a cap are left out, of both kinds alike: the cap is a multiple of
  * the median of the node's first spans, decided before any span is
- * counted.  The difference of two means of spans assigned at random has a
+ * counted.  A node whose spans outgrow it (a join whose calls grow dearer
+ * as its hash table fills) would lose more of its timed spans than of its
+ * bare ones, the timed being longer, and measure its cost low; once too
+ * many of the spans since the cap was set are left out, the next spans
+ * set it again, never lower.  The difference of two means of spans assigned at random has a
  * standard error estimated from their spread.
  *
  * Plain C without PostgreSQL headers, so that test/unit can check it.
@@ -44,6 +48,14 @@
 #define TS_SPAN_MIN			64
 /* timed spans below which the gap around a middle call is unknown */
 #define TS_GAP_MIN			8
+/*
+ * The cap is set again once more than 1 in this many spans since it was
+ * set (and at least TS_SPAN_SEEDS of them) were left out.  Preemptions
+ * and page reads leave out 1-2% of a steady node's spans; a node whose
+ * spans grew past its cap loses a share of them, and even a few percent
+ * cut from the top of the bulk of the spans moves the cost.
+ */
+#define TS_SPAN_RESEED_SHARE 16
 
 /*
  * The middle calls of a probe.  A single bare call between timed ones
@@ -69,11 +81,13 @@ typedef struct TsSpanStats
 	bool		seed_bare[TS_SPAN_SEEDS];
 	double		seed_gap[TS_SPAN_SEEDS];
 	int			nseed;
-	double		cap;			/* set once the seeds are in */
+	double		cap;			/* set once the seeds are in; 0 before */
 	uint64_t	n[2];			/* [0] timed, [1] bare: spans counted */
 	double		sum[2];
 	double		sum2[2];
 	uint64_t	dropped;		/* spans above the cap */
+	uint64_t	since_cap;		/* spans since the cap was last set */
+	uint64_t	dropped_since_cap;	/* of those, left out */
 	uint64_t	gap_n;			/* timed spans whose gap is known */
 	double		gap_sum;
 } TsSpanStats;
@@ -81,9 +95,17 @@ typedef struct TsSpanStats
 static inline void
 ts_span_count(TsSpanStats *s, bool bare, double ns, double gap)
 {
+	s->since_cap++;
 	if (ns > s->cap)
 	{
 		s->dropped++;
+		/*
+		 * The spans have outgrown the cap: the next ones set it again
+		 * (not where they read as zero: that clock cannot see them)
+		 */
+		if (++s->dropped_since_cap >= TS_SPAN_SEEDS && s->cap > 0 &&
+			s->dropped_since_cap * TS_SPAN_RESEED_SHARE > s->since_cap)
+			s->nseed = 0;
 		return;
 	}
 	s->n[bare]++;
@@ -106,6 +128,7 @@ static inline void
 ts_span_add(TsSpanStats *s, bool bare, double ns, double gap)
 {
 	double		sorted[TS_SPAN_SEEDS];
+	double		cap;
 
 	if (s->nseed == TS_SPAN_SEEDS)
 	{
@@ -118,7 +141,10 @@ ts_span_add(TsSpanStats *s, bool bare, double ns, double gap)
 	if (++s->nseed < TS_SPAN_SEEDS)
 		return;
 
-	/* the seeds are in: their median sets the cap, then they count too */
+	/*
+	 * The seeds are in: their median sets the cap (never lower than one
+	 * set before), then they count too
+	 */
 	for (int i = 0; i < TS_SPAN_SEEDS; i++)
 	{
 		int			j = i;
@@ -127,11 +153,13 @@ ts_span_add(TsSpanStats *s, bool bare, double ns, double gap)
 			sorted[j] = sorted[j - 1];
 		sorted[j] = s->seed[i];
 	}
-	s->cap = TS_SPAN_CAP_FACTOR *
+	cap = TS_SPAN_CAP_FACTOR *
 		(sorted[TS_SPAN_SEEDS / 2 - 1] + sorted[TS_SPAN_SEEDS / 2]) / 2;
+	if (cap < s->cap)
+		cap = s->cap;
 	/* a node whose spans read as zero (a coarse clock) keeps none */
-	if (s->cap <= 0)
-		s->cap = -1;
+	s->cap = cap > 0 ? cap : -1;
+	s->since_cap = s->dropped_since_cap = 0;
 	for (int i = 0; i < TS_SPAN_SEEDS; i++)
 		ts_span_count(s, s->seed_bare[i], s->seed[i], s->seed_gap[i]);
 }
@@ -213,7 +241,7 @@ ts_probe_gap(double mean, double u)
 static inline bool
 ts_span_usual(const TsSpanStats *s, double ns)
 {
-	return s->nseed == TS_SPAN_SEEDS && ns <= s->cap;
+	return s->cap > 0 && ns <= s->cap;
 }
 
 /*

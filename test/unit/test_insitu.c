@@ -9,7 +9,8 @@
  * the cost comes back within its stated interval, and the interval covers
  * it in most of many independent runs; the enormous spans are left out and
  * do not move it; a node with too few spans, or spans that read as zero,
- * has no figure; the gaps between probes have the mean they are drawn at,
+ * has no figure; spans that outgrow the cap set it again, and steady ones
+ * keep it; the gaps between probes have the mean they are drawn at,
  * grow with a node's calls within their bounds, and are never below 1.
  * And the bare calls' lengths: a node whose calls grow dearer over its
  * life is run through the probes' schedule as the wrapper runs it, and
@@ -186,6 +187,57 @@ main(void)
 		ok(se_large < se_small / 4,
 		   "64 times the spans, an eighth of the error: %.3f then %.3f",
 		   se_small, se_large);
+	}
+
+	/*
+	 * Spans that outgrow the cap: a node whose first 500 spans last 100 ns
+	 * (+ 30 noise) and the rest 700 (+ 300), cost 45 throughout.  The cap
+	 * from its first spans (about 1,000) would leave out about a quarter of
+	 * the later spans, more of the timed than of the bare, and the cost
+	 * would come out about 40% low.  Set again from the later spans, it
+	 * keeps them.
+	 */
+	{
+		int			good = 0;
+
+		for (int r = 0; r < 20; r++)
+		{
+			memset(&s, 0, sizeof(s));
+			for (int i = 0; i < 20000; i++)
+			{
+				bool		bare = uniform() < 0.5;
+
+				ts_span_add(&s, bare, i < 500 ? span(bare, 100, 30, 45, 0) :
+							span(bare, 700, 300, 45, 0), -1);
+			}
+			if (ts_span_cost(&s, &cost, &se) && fabs(cost - 45) <= 1.96 * se + 2)
+				good++;
+		}
+		ok(good >= 17,
+		   "spans that outgrow the first cap: the cost within its interval in %d of 20 runs (last %.2f +/- %.2f)",
+		   good, cost, 1.96 * se);
+		ok(s.cap > 8 * 700 && s.dropped < 1000,
+		   "the cap was set again from the later spans (%.0f), and few were left out (%llu)",
+		   s.cap, (unsigned long long) s.dropped);
+	}
+
+	/* spans that stay as they were: the cap is set once */
+	{
+		double		first_cap;
+
+		memset(&s, 0, sizeof(s));
+		for (int i = 0; i < TS_SPAN_SEEDS; i++)
+			ts_span_add(&s, i % 2 == 0, span(i % 2 == 0, 120, 40, 45, 0), -1);
+		first_cap = s.cap;
+		for (int i = 0; i < 20000; i++)
+		{
+			bool		bare = uniform() < 0.5;
+
+			ts_span_add(&s, bare, span(bare, 120, 40, 45, 0.01), -1);
+		}
+		ok(s.cap == first_cap && s.dropped > 100,
+		   "steady spans, 1%% preempted: the cap stays (%.0f, then %.0f), %llu left out",
+		   first_cap, s.cap, (unsigned long long) s.dropped);
 	}
 
 	/* no cost at all: the figure is near zero, either sign */
