@@ -129,6 +129,9 @@ for my $t ('median per-node error <= 5%', 'interval coverage >= 90%',
 	ok(defined $res && $res =~ /^(met|MISSED|not run)$/, "target \"$t\" has a verdict")
 	  or diag($res // 'missing');
 }
+# the reference's children against their parent, beside exact timing's
+like($out, qr/^ reference check: parents of >= 1 ms whose children add up to[^|]*\|\s*(exactsub \d+ of \d+[^;|]*; )?ref \d+ of \d+/m,
+	'the reference is checked for children that add up to more than their parent');
 my ($samp) = $out =~ /median per-node error <= 5%[^|]*\|\s*(\S+)/;
 like($samp // '', qr/^\d+(\.\d+)?%$/, 'the sampled median error is a figure');
 # coverage needs sampled runs with a margin among the judged nodes, which
