@@ -26,8 +26,8 @@
  * as its hash table fills) would lose more of its timed spans than of its
  * bare ones, the timed being longer, and measure its cost low; once too
  * many of the spans since the cap was set are left out, the next spans
- * set it again, never lower.  The difference of two means of spans assigned at random has a
- * standard error estimated from their spread.
+ * set it again, never lower.  The difference of two means of spans
+ * assigned at random has a standard error estimated from their spread.
  *
  * Plain C without PostgreSQL headers, so that test/unit can check it.
  *
