@@ -329,15 +329,16 @@ SELECT target, value,
 						  || coalesce(', worst Q' || lpad(worst_q::text, 2, '0') || ' node ' || worst_node
 									  || ' +' || to_char(worst_pct, 'FM990.0') || '%', ''), '; ' ORDER BY mode),
 			   NULL
-		  FROM (SELECT e.mode, count(*) FILTER (WHERE e.ms >= 1 AND e.excess - x.excess > 0.05) AS over,
-					   count(*) FILTER (WHERE e.ms >= 1) AS parents,
-					   (array_agg(e.q ORDER BY e.excess - x.excess DESC) FILTER (WHERE e.ms >= 1))[1] AS worst_q,
-					   (array_agg(e.node_id ORDER BY e.excess - x.excess DESC) FILTER (WHERE e.ms >= 1))[1] AS worst_node,
-					   100 * max(e.excess - x.excess) FILTER (WHERE e.ms >= 1 AND e.excess - x.excess > 0.05) AS worst_pct
-				  FROM excess e
-				  JOIN excess x ON x.mode = 'exact' AND x.q = e.q AND x.node_id = e.node_id
-				 WHERE e.mode <> 'exact'
-				 GROUP BY e.mode) m
+		  FROM (SELECT mode, count(*) FILTER (WHERE ms >= 1 AND beyond > 0.05) AS over,
+					   count(*) FILTER (WHERE ms >= 1) AS parents,
+					   (array_agg(q ORDER BY beyond DESC) FILTER (WHERE ms >= 1))[1] AS worst_q,
+					   (array_agg(node_id ORDER BY beyond DESC) FILTER (WHERE ms >= 1))[1] AS worst_node,
+					   100 * max(beyond) FILTER (WHERE ms >= 1 AND beyond > 0.05) AS worst_pct
+				  FROM (SELECT e.mode, e.q, e.node_id, e.ms, e.excess - x.excess AS beyond
+						  FROM excess e
+						  JOIN excess x ON x.mode = 'exact' AND x.q = e.q AND x.node_id = e.node_id
+						 WHERE e.mode <> 'exact') b
+				 GROUP BY mode) m
 		HAVING count(*) > 0) AS t
  ORDER BY k;
 
