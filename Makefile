@@ -20,6 +20,7 @@ OBJS = \
 	src/instrument.o \
 	src/plan_nodes.o \
 	src/planid.o \
+	src/profile.o \
 	src/query_list.o \
 	src/rebase.o \
 	src/shared.o \

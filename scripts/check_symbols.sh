@@ -12,7 +12,7 @@ version=$(sed -nE "s/^default_version *= *'([^']+)'.*/\1/p" timing_source.contro
 script=sql/timing_source--$version.sql
 # and the C functions for benchmarks and tests that no install script
 # names: their callers declare them (docs/internals.md)
-unlisted="timing_source_explain_nodes_check"
+unlisted="timing_source_explain_nodes_check timing_source_explain_nodes_profile"
 want=$( { echo _PG_init; echo Pg_magic_func
 	{ sed -nE "s/.*'MODULE_PATHNAME', *'([A-Za-z0-9_]+)'.*/\1/p" "$script"
 	  printf '%s\n' $unlisted; } |

@@ -69,6 +69,7 @@
 
 #include "insitu.h"
 #include "instrument.h"
+#include "profile.h"
 #include "track.h"
 #include "usage_snap.h"
 
@@ -216,6 +217,13 @@ typedef struct TsInstrumentation
 	 * calls only, a sampled call's difference counting N times
 	 */
 	bool		usage_sampled;
+
+	/*
+	 * A profiled run (profile.h): the timer's ticks while one of this
+	 * node's calls (or core's start/stop pair) was open
+	 */
+	bool		profiled;
+	uint64		profile_hits;
 
 	/*
 	 * The counters as a timed call began: here rather than on the stack,
@@ -399,6 +407,15 @@ typedef enum TsTiming
 
 /* set around a checked run (ts_instrument_set_sample_check) */
 static bool ts_sample_check = false;
+
+/* set by ts_instrument_set_profile, taken by the next ExecutorStart */
+static bool ts_profile_next = false;
+
+/*
+ * The nodes the last profiled run profiles, in its memory: read before
+ * its ExecutorEnd, forgotten by the next ts_instrument_set_profile
+ */
+static List *ts_profiled_list = NIL;
 
 /*
  * Buffer usage: core copies the whole BufferUsage struct on entry and adds
@@ -935,6 +952,30 @@ TS_WRAPPER(ts_exec_proc_node_rows_full, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_
 TS_WIDE_WRAPPER(ts_exec_proc_node_rows_wide, TS_TIME_NONE, TS_CLOCK_SYSTEM)
 
 /*
+ * A profiled run: rows and loops as TIMING OFF counts them, no clock, the
+ * call on the profile's stack meanwhile.  The full variant, for async
+ * nodes and whatever usage the run asks for.
+ */
+static TupleTableSlot *
+ts_exec_proc_node_profiled(PlanState *node)
+{
+	TupleTableSlot *result;
+
+	ts_profile_push(&((TsInstrumentation *) node->instrument)->profile_hits);
+	result = ts_exec_proc_node_body(node, TS_TIME_NONE, TS_CLOCK_SYSTEM, TS_USAGE_FULL);
+	ts_profile_pop();
+	return result;
+}
+
+static TupleTableSlot *
+ts_exec_proc_node_first_profiled(PlanState *node)
+{
+	check_stack_depth();
+	node->ExecProcNode = ts_exec_proc_node_profiled;
+	return node->ExecProcNode(node);
+}
+
+/*
  * The duration of the probe's first call, where a neighbour may stand in
  * for its bare calls; < 0 where none may
  */
@@ -1316,6 +1357,7 @@ typedef struct TsBindContext
 	int			sample_every;	/* > 1: sampled timing */
 	bool		sample_usage;	/* timing_source.sample_buffers applies */
 	bool		probe;			/* exact nodes measure their cost (insitu.h) */
+	bool		profile;		/* a profiled run (profile.h) */
 	int			nsampled_usage; /* nodes bound to estimate their usage */
 	const TsWrapperSet *set;	/* the clock's wrappers */
 	MemoryContext cxt;			/* the query's memory */
@@ -1340,9 +1382,32 @@ ts_bind_node(PlanState *node, void *context)
 
 	check_stack_depth();
 
-	if (node->instrument != NULL &&
-		node->ExecProcNode == ts_core_first &&
-		!ts_multi_exec_node(node))
+	if (bc->profile && node->instrument != NULL &&
+		node->ExecProcNode == ts_core_first)
+	{
+		TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+
+		memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
+		ti->overhead_ns = -1.0;
+		ti->weight = 1;
+		node->instrument = &ti->instr;
+		if (!ts_multi_exec_node(node))
+		{
+			node->ExecProcNode = ts_exec_proc_node_first_profiled;
+			ti->profiled = true;
+		}
+		else
+		{
+			/* core's own start/stop pair, timed, shows the node open */
+			ti->profiled = TS_INSTR_FLAGS(node->instrument)->need_timer &&
+				ts_profile_watch(node->instrument, &ti->profile_hits);
+		}
+		if (ti->profiled)
+			ts_profiled_list = lappend(ts_profiled_list, node);
+	}
+	else if (node->instrument != NULL &&
+			 node->ExecProcNode == ts_core_first &&
+			 !ts_multi_exec_node(node))
 	{
 		if (!TS_INSTR_FLAGS(node->instrument)->need_timer)
 		{
@@ -2102,6 +2167,15 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 							  (queryDesc->instrument_options & INSTRUMENT_TIMER) != 0))
 		return;
 
+	/* the next query profiles, no other: not those it runs itself */
+	bc.profile = ts_profile_next;
+	ts_profile_next = false;
+	if (bc.profile)
+	{
+		bc.sample_every = 1;
+		ts_profiled_list = NIL;
+	}
+
 	estate = queryDesc->estate;
 	bc.ntimed = bc.nrows = 0;
 	memset(bc.nusage, 0, sizeof(bc.nusage));
@@ -2114,7 +2188,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	 * stays exact to the call, and not in parallel workers, whose leader
 	 * estimates their calls (see below) and never sees their probes.
 	 */
-	bc.probe = ts_subtract_overhead && bc.sample_every <= 1 &&
+	bc.probe = ts_subtract_overhead && !bc.profile && bc.sample_every <= 1 &&
 		(queryDesc->instrument_options & INSTRUMENT_TIMER) != 0 &&
 		!IsParallelWorker();
 	bc.set = ts_wrappers_for(clock);
@@ -2152,6 +2226,11 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 		ereport(DEBUG2,
 				(errmsg_internal("timing_source: buffer/WAL usage estimated from the timed calls of %d plan nodes",
 								 bc.nsampled_usage)));
+
+	if (bc.profile)
+		ereport(DEBUG1,
+				(errmsg_internal("timing_source: %d plan nodes profiled",
+								 list_length(ts_profiled_list))));
 
 	if (bc.ntimed == 0)
 		return;
@@ -2197,6 +2276,27 @@ void
 ts_instrument_set_sample_check(bool on)
 {
 	ts_sample_check = on;
+}
+
+void
+ts_instrument_set_profile(bool on)
+{
+	ts_profile_next = on;
+	ts_profiled_list = NIL;
+}
+
+int
+ts_instrument_profiled_nodes(void)
+{
+	return list_length(ts_profiled_list);
+}
+
+int64
+ts_node_profile_hits(PlanState *node)
+{
+	if (!list_member_ptr(ts_profiled_list, node))
+		return -1;
+	return (int64) ((TsInstrumentation *) node->instrument)->profile_hits;
 }
 
 void
@@ -2359,6 +2459,23 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 void
 ts_instrument_set_sample_check(bool on)
 {
+}
+
+void
+ts_instrument_set_profile(bool on)
+{
+}
+
+int
+ts_instrument_profiled_nodes(void)
+{
+	return 0;
+}
+
+int64
+ts_node_profile_hits(PlanState *node)
+{
+	return -1;
 }
 
 void

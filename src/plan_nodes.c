@@ -39,9 +39,11 @@
 
 #include "instrument.h"
 #include "plan_nodes.h"
+#include "profile.h"
 
 PG_FUNCTION_INFO_V1(timing_source_explain_nodes);
 PG_FUNCTION_INFO_V1(timing_source_explain_nodes_check);
+PG_FUNCTION_INFO_V1(timing_source_explain_nodes_profile);
 
 /* ----------------------------------------------------------------
  * The walker
@@ -234,12 +236,23 @@ ts_plan_node_relation(PlanState *planstate)
 #define TS_EXPLAIN_NODES_COLS 15
 /* the check's extra column: exact_ms */
 #define TS_EXPLAIN_CHECK_COLS (TS_EXPLAIN_NODES_COLS + 1)
+/* the profile's: profile_ticks, profile_ms */
+#define TS_EXPLAIN_PROFILE_COLS (TS_EXPLAIN_NODES_COLS + 2)
+
+/* which of the three functions runs */
+typedef enum TsNodesRun
+{
+	TS_NODES_RUN,				/* timing_source_explain_nodes */
+	TS_NODES_CHECK,				/* ..._check */
+	TS_NODES_PROFILE			/* ..._profile */
+} TsNodesRun;
 
 /* one result row, kept outside the subtransaction until it ends */
 typedef struct TsNodeRow
 {
-	Datum		values[TS_EXPLAIN_CHECK_COLS];
-	bool		nulls[TS_EXPLAIN_CHECK_COLS];
+	Datum		values[TS_EXPLAIN_PROFILE_COLS];
+	bool		nulls[TS_EXPLAIN_PROFILE_COLS];
+	int64		ticks;			/* a profiled node's, else -1 */
 } TsNodeRow;
 
 typedef struct TsNodeRows
@@ -247,6 +260,9 @@ typedef struct TsNodeRows
 	MemoryContext cxt;			/* the caller's memory */
 	TupleDesc	desc;
 	List	   *rows;
+	int			profile_hz;		/* > 0: a profiled run, ticking this often */
+	uint64		profile_ticks;	/* the run's ticks, ExecutorStart to
+								 * ExecutorFinish */
 } TsNodeRows;
 
 static void
@@ -267,8 +283,9 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 
 	oldcxt = MemoryContextSwitchTo(nr->cxt);
 	row = palloc0(sizeof(TsNodeRow));
-	for (int i = 0; i < TS_EXPLAIN_CHECK_COLS; i++)
+	for (int i = 0; i < TS_EXPLAIN_PROFILE_COLS; i++)
 		row->nulls[i] = true;
+	row->ticks = -1;
 
 	row->values[0] = Int32GetDatum(ref->node_id);
 	row->nulls[0] = false;
@@ -341,7 +358,17 @@ ts_node_row(const TsPlanNodeRef *ref, void *arg)
 		}
 	}
 #endif
-	/* execution_ms (14) is filled in by the caller */
+	/* a profiled run: the node's ticks; its ms come with the run's */
+	if (desc->natts == TS_EXPLAIN_PROFILE_COLS)
+	{
+		row->ticks = ts_node_profile_hits(ps);
+		if (row->ticks >= 0)
+		{
+			row->values[15] = Int64GetDatum(row->ticks);
+			row->nulls[15] = false;
+		}
+	}
+	/* execution_ms (14), and a profile's ms (16), are filled in by the caller */
 	nr->rows = lappend(nr->rows, row);
 	MemoryContextSwitchTo(oldcxt);
 }
@@ -384,9 +411,13 @@ ts_run_and_walk(RawStmt *stmt, const char *query, TsNodeRows *nr)
 						 INSTRUMENT_TIMER | INSTRUMENT_ROWS);
 
 	t0 = tsclock_system_ns();
+	if (nr->profile_hz > 0)
+		ts_profile_start(nr->profile_hz);
 	ExecutorStart(qd, 0);
 	ts_executor_run_all(qd);
 	ExecutorFinish(qd);
+	if (nr->profile_hz > 0)
+		nr->profile_ticks = ts_profile_stop();
 	t1 = tsclock_system_ns();
 
 	ts_plan_nodes_walk(qd->planstate, ts_node_row, nr);
@@ -450,13 +481,42 @@ ts_run_checked(RawStmt *stmt, const char *query, TsNodeRows *nr)
 }
 
 /*
- * Both functions: "check" times every call of the sampled nodes as well
- * (ts_instrument_set_sample_check) and returns the exact totals in one
- * more column.
+ * ts_run_in_subxact() profiled (profile.h): the plan's nodes bound for a
+ * profile, the timer ticking from ExecutorStart to ExecutorFinish, both
+ * undone however the run ends
+ */
+static double
+ts_run_profiled(RawStmt *stmt, const char *query, TsNodeRows *nr)
+{
+	volatile double exec_ms = 0;
+
+	ts_instrument_set_profile(true);
+	PG_TRY();
+	{
+		exec_ms = ts_run_in_subxact(stmt, query, nr);
+	}
+	PG_FINALLY();
+	{
+		(void) ts_profile_stop();
+		ts_instrument_set_profile(false);
+	}
+	PG_END_TRY();
+	return exec_ms;
+}
+
+/*
+ * The three functions: "check" times every call of the sampled nodes as
+ * well (ts_instrument_set_sample_check) and returns the exact totals in
+ * one more column; "profile" profiles the nodes instead of timing them,
+ * its second argument the ticks a second, and returns two more columns.
  */
 static Datum
-ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
+ts_explain_nodes(FunctionCallInfo fcinfo, TsNodesRun kind)
 {
+	bool		check = (kind == TS_NODES_CHECK);
+	bool		profile = (kind == TS_NODES_PROFILE);
+	int			ncols = profile ? TS_EXPLAIN_PROFILE_COLS :
+		check ? TS_EXPLAIN_CHECK_COLS : TS_EXPLAIN_NODES_COLS;
 	char	   *query;
 	RawStmt    *stmt;
 	ReturnSetInfo *rsinfo;
@@ -471,8 +531,30 @@ ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 				 errmsg("query must not be null")));
 	query = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
+	nr.profile_hz = 0;
+	nr.profile_ticks = 0;
+	if (profile)
+	{
+		int32		hz;
+
+		if (PG_ARGISNULL(1))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("hz must not be null")));
+		hz = PG_GETARG_INT32(1);
+		/* below, too few ticks for a share; above, the ticks are the run */
+		if (hz < 100 || hz > 50000)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("hz must be between 100 and 50000, not %d", hz)));
+		if (!ts_profile_supported())
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("plan node profiles are not supported on this platform")));
+		nr.profile_hz = hz;
+	}
 	/* the same bounds as timing_source.sample_every */
-	if (!PG_ARGISNULL(1))
+	else if (!PG_ARGISNULL(1))
 	{
 		int32		n = PG_GETARG_INT32(1);
 
@@ -505,12 +587,11 @@ ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 
 	InitMaterializedSRF(fcinfo, 0);
 	rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	if (rsinfo->setDesc->natts != (check ? TS_EXPLAIN_CHECK_COLS : TS_EXPLAIN_NODES_COLS))
+	if (rsinfo->setDesc->natts != ncols)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("function returning plan nodes is declared with %d columns, not %d",
-						rsinfo->setDesc->natts,
-						check ? TS_EXPLAIN_CHECK_COLS : TS_EXPLAIN_NODES_COLS)));
+						rsinfo->setDesc->natts, ncols)));
 
 	nr.cxt = CurrentMemoryContext;
 	nr.desc = rsinfo->setDesc;
@@ -518,11 +599,26 @@ ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 
 	if (check)
 		exec_ms = ts_run_checked(stmt, query, &nr);
+	else if (profile)
+		exec_ms = ts_run_profiled(stmt, query, &nr);
 	else
 		exec_ms = ts_run_in_subxact(stmt, query, &nr);
 
 	if (nestlevel >= 0)
 		AtEOXact_GUC(true, nestlevel);
+
+	if (profile)
+	{
+		bool		any = false;
+
+		foreach(lc, nr.rows)
+			any |= (((TsNodeRow *) lfirst(lc))->ticks >= 0);
+		if (!any)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("no plan node of the query could be profiled"),
+					 errdetail("Profiles need timing_source's node wrappers, which time this server's plan nodes only where the library is loaded and, on PostgreSQL 19, timing_source.node_wrappers is on.")));
+	}
 
 	foreach(lc, nr.rows)
 	{
@@ -530,6 +626,14 @@ ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 
 		row->values[14] = ts_fixed_datum(rsinfo->setDesc, 14, exec_ms, TS_MS_SCALE);
 		row->nulls[14] = false;
+		/* a node's ticks over the run's: its share of the execution time */
+		if (row->ticks >= 0 && nr.profile_ticks > 0)
+		{
+			row->values[16] = ts_fixed_datum(rsinfo->setDesc, 16,
+											 exec_ms * (double) row->ticks / (double) nr.profile_ticks,
+											 TS_MS_SCALE);
+			row->nulls[16] = false;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc,
 							 row->values, row->nulls);
 	}
@@ -540,7 +644,7 @@ ts_explain_nodes(FunctionCallInfo fcinfo, bool check)
 Datum
 timing_source_explain_nodes(PG_FUNCTION_ARGS)
 {
-	return ts_explain_nodes(fcinfo, false);
+	return ts_explain_nodes(fcinfo, TS_NODES_RUN);
 }
 
 /*
@@ -552,5 +656,20 @@ timing_source_explain_nodes(PG_FUNCTION_ARGS)
 Datum
 timing_source_explain_nodes_check(PG_FUNCTION_ARGS)
 {
-	return ts_explain_nodes(fcinfo, true);
+	return ts_explain_nodes(fcinfo, TS_NODES_CHECK);
+}
+
+/*
+ * timing_source_explain_nodes_profile(query, hz): for benchmarks and
+ * tests, not part of the extension's SQL (whoever uses it declares it,
+ * with profile_ticks bigint and profile_ms numeric after the fifteen
+ * columns above): one run profiled at hz ticks a second (profile.h), its
+ * nodes untimed; a node's ms are its ticks' share of the execution time.
+ * A node core runs itself without a timer, or past the profile's list of
+ * them, has neither column.
+ */
+Datum
+timing_source_explain_nodes_profile(PG_FUNCTION_ARGS)
+{
+	return ts_explain_nodes(fcinfo, TS_NODES_PROFILE);
 }
