@@ -100,7 +100,8 @@ is(scalar(() = $tables =~ /^ all \|/mg), 2, 'both tables have an overall row');
 for my $col ('nodes>=1ms', 'plain ms', 'untimed/', 'exact/', 'exsub/', 'sampled/', 'ref/',
 	'top exact err%', 'top exsub err%', 'top sampled err%', 'top ref err%',
 	'exact med', 'exact worst', 'exsub med', 'exsub worst', 'sampled med',
-	'sampled worst', 'coverage%', 'share exact pp', 'share exsub pp', 'ref se% med/worst')
+	'sampled worst', 'coverage%', 'share exact pp', 'share exsub pp', 'ref se% med/worst',
+	'exsub/prof pp', 'ref/prof pp')
 {
 	like($out, qr/\|\s\Q$col\E\s/, "column \"$col\"");
 }
@@ -123,7 +124,8 @@ if ($major < 19)
 	}
 }
 for my $t ('median per-node error <= 5%', 'interval coverage >= 90%',
-	'top node within 5% on every query', 'shares within 5 pp')
+	'top node within 5% on every query', 'shares within 5 pp of the sampled reference',
+	'shares within 5 pp of the profile')
 {
 	my ($res) = $out =~ /\Q$t\E[^|]*\|[^|]*\|\s*(\S.*?)\s*$/m;
 	ok(defined $res && $res =~ /^(met|MISSED|not run)$/, "target \"$t\" has a verdict")
@@ -132,6 +134,12 @@ for my $t ('median per-node error <= 5%', 'interval coverage >= 90%',
 # the reference's children against their parent, beside exact timing's
 like($out, qr/^ reference check: parents of >= 1 ms whose children add up to[^|]*\|\s*(exactsub \d+ of \d+[^;|]*; )?ref \d+ of \d+/m,
 	'the reference is checked for children that add up to more than their parent');
+# the profile: its runs recorded ticks, and the reference is set against it
+cmp_ok($node->safe_psql('ts_bench',
+		q{SELECT count(*) FROM tpch_run.obs WHERE mode = 'profile' AND node_id = 1 AND ticks > 0}),
+	'>', 0, 'the profiled runs recorded their top nodes\' ticks');
+like($out, qr/^ reference check: the ref runs' shares against the profile[^|]*\|\s*(worst \d+(\.\d+)? pp, median|\s*\|)/m,
+	'the reference\'s shares are checked against the profile');
 my ($samp) = $out =~ /median per-node error <= 5%[^|]*\|\s*(\S+)/;
 like($samp // '', qr/^\d+(\.\d+)?%$/, 'the sampled median error is a figure');
 # coverage needs sampled runs with a margin among the judged nodes, which

@@ -13,6 +13,8 @@
 #   exact     every call timed    exactsub  the same, subtract_overhead on
 #   sampled   1 in TPCH_SAMPLE    ref       1 in TPCH_REF (128), TPCH_REFS (3) a round
 #   checked   sampled, with the same run's exact totals (the estimator's check)
+#   profile   untimed, a timer at TPCH_PROFILE_HZ (2000) counting the nodes
+#             in progress, TPCH_PROFILES (3) a round: the reference of shares
 # each a call of pg_temp.tpch_measure (runner.sql); then report.sql.
 TPCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
@@ -64,10 +66,12 @@ tpch_queries() {
 tpch_run() {
 	local rounds=$1 subtract=$2 clock_sql=$3
 	local sample=${TPCH_SAMPLE:-64} ref=${TPCH_REF:-128} refs=${TPCH_REFS:-3} ref_se_max=${TPCH_REF_SE_MAX:-2}
+	local hz=${TPCH_PROFILE_HZ:-2000} profiles=${TPCH_PROFILES:-3}
 	local -a modes=(plain untimed exact sampled checked)
 	local id title q script r k n m log start
 	[ "$subtract" = 1 ] && modes+=(exactsub)
 	for ((k = 0; k < refs; k++)); do modes+=(ref); done
+	for ((k = 0; k < profiles; k++)); do modes+=(profile); done
 	n=${#modes[@]}
 
 	local pre="$setup_sql
@@ -76,6 +80,7 @@ SET max_parallel_workers_per_gather = 0;
 \\set sample $sample
 \\set ref $ref
 \\set subtract $subtract
+\\set profile_hz $hz
 \\i $TPCH_DIR/runner.sql"
 
 	# what the run needs, checked once, each with a message that says what
@@ -126,6 +131,7 @@ SET max_parallel_workers_per_gather = 0;
 	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; nodes timed with ${tpch_clock:-the TSC}"
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
 		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
+		"shares also against a profile of $((rounds * profiles)) untimed runs at $hz Hz;" \
 		"$((SECONDS - start)) s"
 	[ "$subtract" = 1 ] || echo "exact with overhead subtracted (exsub): not run (--tpch-no-subtract)"
 	psql_db -q <<-EOF

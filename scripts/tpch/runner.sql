@@ -7,11 +7,13 @@
 -- substitute into a function body): sample (the sampling rate judged),
 -- ref (the rate of the low-overhead reference runs), subtract (1: the GUC
 -- timing_source.subtract_overhead is set in every timed mode, on in
--- exactsub and off elsewhere; 0: exactsub is not run).
+-- exactsub and off elsewhere; 0: exactsub is not run), profile_hz (the
+-- profile's ticks a second).
 SET search_path = tpch, public;
 SET client_min_messages = warning;
 SELECT set_config('tpch.sample', :'sample', false), set_config('tpch.ref', :'ref', false),
-	   set_config('tpch.subtract', :'subtract', false) \gset tpch_
+	   set_config('tpch.subtract', :'subtract', false),
+	   set_config('tpch.profile_hz', :'profile_hz', false) \gset tpch_
 
 CREATE SCHEMA IF NOT EXISTS tpch_run;
 -- one row per statement (node_id NULL: plain, untimed) or per plan node
@@ -34,10 +36,13 @@ CREATE TABLE IF NOT EXISTS tpch_run.obs (
 	check_ms float8
 );
 ALTER TABLE tpch_run.obs ADD COLUMN IF NOT EXISTS check_ms float8;
+-- mode profile: the node's ticks (its total_ms, their share of the run)
+ALTER TABLE tpch_run.obs ADD COLUMN IF NOT EXISTS ticks bigint;
 
 -- The check of the sampled estimates, tpch_run.explain_nodes_check()
 SET search_path = tpch_run;
 \ir ../../test/explain_nodes_check.sql
+\ir ../../test/explain_nodes_profile.sql
 SET search_path = tpch, public;
 
 -- Modes:
@@ -53,6 +58,10 @@ SET search_path = tpch, public;
 --   checked   1 in :sample calls timed, and every call of the sampled
 --             nodes timed as well (check_ms): the estimate against the
 --             same run's exact total, which no run-to-run noise separates
+--   profile   no node timed; a timer ticking :profile_hz times a second
+--             counts each node whose call is in progress (ticks; total_ms
+--             is their share of the run): the reference of shares, which
+--             no read at a node's boundary moves
 -- wall_ms is the server-side time of the whole statement, planning
 -- included, the same way for every mode, for the overheads against plain.
 CREATE FUNCTION pg_temp.tpch_measure(qid int, query text, mode text, run int)
@@ -76,6 +85,22 @@ BEGIN
 		wall := extract(epoch FROM clock_timestamp() - t0) * 1000;
 		INSERT INTO tpch_run.obs (q, mode, run, wall_ms, exec_ms)
 			VALUES (qid, mode, run, wall, (plan -> 0 ->> 'Execution Time')::float8);
+		RETURN;
+	END IF;
+
+	IF mode = 'profile' THEN
+		CREATE TEMP TABLE IF NOT EXISTS tpch_prof AS
+			SELECT * FROM tpch_run.explain_nodes_profile('SELECT 1', 1000) LIMIT 0;
+		TRUNCATE tpch_prof;
+		t0 := clock_timestamp();
+		INSERT INTO tpch_prof
+			SELECT * FROM tpch_run.explain_nodes_profile(query, current_setting('tpch.profile_hz')::int);
+		wall := extract(epoch FROM clock_timestamp() - t0) * 1000;
+		INSERT INTO tpch_run.obs (q, mode, run, wall_ms, exec_ms, node_id, parent_id, node_type,
+								  relation, loops, total_ms, ticks)
+		SELECT qid, mode, run, wall, c.execution_ms, c.node_id, c.parent_id, c.node_type,
+			   c.relation, c.loops, c.profile_ms, c.profile_ticks
+		  FROM tpch_prof c;
 		RETURN;
 	END IF;
 
