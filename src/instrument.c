@@ -1681,7 +1681,21 @@ typedef struct TsPlanEntry
 	double		call_ns;		/* the plan's measured cost of a timed call
 								 * (its nodes' own, weighted by their spans);
 								 * < 0: none measured */
+	List	   *moved;			/* TsMovedCost: initPlans' costs on their way
+								 * to the node that runs them */
+	struct TsPlanLinks *links;	/* where its initPlans run */
 } TsPlanEntry;
+
+/*
+ * An initPlan's timing cost, to be counted by the node that runs it (its
+ * first call that needs the value) rather than the one it hangs from
+ */
+typedef struct TsMovedCost
+{
+	PlanState  *runner;
+	PlanState  *owner;			/* the node it hangs from */
+	double		ns;
+} TsMovedCost;
 
 static TsQueryList ts_plans;
 
@@ -1716,19 +1730,243 @@ typedef struct TsOverheadWalk
 	TsPlanEntry *plan;
 	bool		subtract;		/* adjust the times (else only estimate) */
 	double		below_ns;		/* what the children's timing added */
+	PlanState  *parent;			/* whose children these are */
 } TsOverheadWalk;
 
 static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
 							   bool subtract);
 
+/* whether child is the plan of one of node's initPlans */
+static bool
+ts_is_init_plan_of(PlanState *node, PlanState *child)
+{
+	ListCell   *lc;
+
+	foreach(lc, node->initPlan)
+	{
+		if (((SubPlanState *) lfirst(lc))->planstate == child)
+			return true;
+	}
+	return false;
+}
+
+/* the parent's initPlans are counted before the walk, where they run */
 static bool
 ts_overhead_child(PlanState *child, void *arg)
 {
 	TsOverheadWalk *w = (TsOverheadWalk *) arg;
 
-	if (child != NULL)
+	if (child != NULL && !ts_is_init_plan_of(w->parent, child))
 		w->below_ns += ts_overhead_node(child, w->plan, w->subtract);
 	return false;
+}
+
+/*
+ * Where initPlans run.  An initPlan runs when its value is first needed,
+ * inside the call of the node whose expressions read it, which may lie
+ * deep below the node it hangs from: a HAVING's subquery hangs from the
+ * plan's top, above the Sort, and runs inside the Aggregate's call; a
+ * CTE hangs from the top and runs inside the first CTE Scan that reads
+ * it, which may itself be inside another initPlan's run.  That node's
+ * calls, and those of every node above it, then hold the initPlan's run
+ * and its timing.
+ *
+ * The readers of a value are the CTE Scans of a CTE, and the nodes whose
+ * subtree reads a value (the planner's extParam) while not exactly one of
+ * their children's does:
+ * none, so the node reads it itself, or several, so it contains whichever
+ * reads first (with exactly one, the reading is looked for below, though
+ * the node may read it too).  The runner is the lowest node that contains
+ * every reader, where an initPlan's plan is contained by its own runner
+ * rather than by the node it hangs from; so the runners are found over a
+ * few passes, each seeing the last's.  A runner not below the node the
+ * initPlan hangs from is not believed: that node is used.
+ */
+typedef struct TsPlanLink
+{
+	PlanState  *node;
+	int			parent;			/* its index, -1 at a root */
+	SubPlanState *init;			/* the initPlan whose plan it is, or NULL */
+	int			runner;			/* that initPlan's runner, -1 before found */
+} TsPlanLink;
+
+typedef struct TsPlanLinks
+{
+	TsPlanLink *links;
+	int			n;
+	int			size;
+	int			parent;			/* while walking */
+} TsPlanLinks;
+
+#define TS_INIT_PLAN_PASSES 3
+
+static bool
+ts_link_node(PlanState *node, void *arg)
+{
+	TsPlanLinks *l = (TsPlanLinks *) arg;
+	int			save = l->parent;
+	int			me;
+	ListCell   *lc;
+
+	if (node == NULL)
+		return false;
+	if (l->n == l->size)
+	{
+		l->size *= 2;
+		l->links = repalloc(l->links, l->size * sizeof(TsPlanLink));
+	}
+	me = l->n++;
+	l->links[me].node = node;
+	l->links[me].parent = save;
+	l->links[me].init = NULL;
+	l->links[me].runner = -1;
+	if (save >= 0)
+	{
+		foreach(lc, l->links[save].node->initPlan)
+		{
+			if (((SubPlanState *) lfirst(lc))->planstate == node)
+				l->links[me].init = (SubPlanState *) lfirst(lc);
+		}
+	}
+	l->parent = me;
+	(void) planstate_tree_walker(node, ts_link_node, l);
+	l->parent = save;
+	return false;
+}
+
+/* what contains a node's calls: its parent, or the runner of its initPlan */
+static int
+ts_link_up(TsPlanLinks *l, int i)
+{
+	if (l->links[i].init != NULL && l->links[i].runner >= 0)
+		return l->links[i].runner;
+	return l->links[i].parent;
+}
+
+/*
+ * Whether node i reads one of params itself, or contains several readers.
+ * A CTE Scan reads its CTE through cteParam, which no extParam holds (a
+ * CTE is set at the level that reads it).
+ */
+static bool
+ts_link_reads(TsPlanLinks *l, int i, Bitmapset *params)
+{
+	Plan	   *p = l->links[i].node->plan;
+	int			children = 0;
+
+	if (IsA(p, CteScan) && bms_is_member(((CteScan *) p)->cteParam, params))
+		return true;
+	if (!bms_overlap(p->extParam, params))
+		return false;
+	for (int j = i + 1; j < l->n; j++)
+	{
+		if (l->links[j].parent == i &&
+			bms_overlap(l->links[j].node->plan->extParam, params))
+			children++;
+	}
+	return children != 1;
+}
+
+/* the runner of the initPlan whose plan is node i (see above) */
+static int
+ts_link_runner(TsPlanLinks *l, int i)
+{
+	int			owner = l->links[i].parent;
+	Bitmapset  *params = NULL;
+	int		   *chain = palloc((l->n + 1) * sizeof(int));
+	int			len = 0;
+	int			lo = 0;
+	int			x;
+	ListCell   *lc;
+
+	foreach(lc, l->links[i].init->subplan->setParam)
+		params = bms_add_member(params, lfirst_int(lc));
+
+	for (int r = 0; r < l->n; r++)
+	{
+		int			steps = 0;
+		int			k = -1;
+
+		if (!ts_link_reads(l, r, params))
+			continue;
+		if (len == 0)
+		{
+			/* the first reader's chain up to a root */
+			for (x = r; x >= 0 && len <= l->n; x = ts_link_up(l, x))
+				chain[len++] = x;
+			continue;
+		}
+		/* the lowest node of the chain (from lo up) above this reader */
+		for (x = r; x >= 0 && k < 0 && steps <= l->n; x = ts_link_up(l, x), steps++)
+		{
+			for (int c = lo; c < len; c++)
+			{
+				if (chain[c] == x)
+				{
+					k = c;
+					break;
+				}
+			}
+		}
+		if (k < 0)
+		{
+			lo = len;
+			break;
+		}
+		lo = k;
+	}
+
+	/* believed only below (or at) the node it hangs from */
+	x = owner;
+	for (int c = lo; c < len; c++)
+	{
+		if (chain[c] == owner)
+		{
+			x = chain[lo];
+			break;
+		}
+	}
+	pfree(chain);
+	bms_free(params);
+	return x;
+}
+
+/* every initPlan's runner in the plan under top, for ts_overhead_node */
+static void
+ts_link_plan(TsPlanEntry *plan, PlanState *top)
+{
+	TsPlanLinks *l = palloc(sizeof(TsPlanLinks));
+
+	l->size = 64;
+	l->n = 0;
+	l->links = palloc(l->size * sizeof(TsPlanLink));
+	l->parent = -1;
+	(void) ts_link_node(top, l);
+	for (int pass = 0; pass < TS_INIT_PLAN_PASSES; pass++)
+	{
+		for (int i = 0; i < l->n; i++)
+		{
+			if (l->links[i].init != NULL)
+				l->links[i].runner = ts_link_runner(l, i);
+		}
+	}
+	plan->links = l;
+}
+
+/* the node that runs initPlan sps of node; node itself if not known */
+static PlanState *
+ts_init_plan_runner(TsPlanEntry *plan, PlanState *node, SubPlanState *sps)
+{
+	TsPlanLinks *l = plan->links;
+
+	if (l == NULL)
+		return node;
+	for (int i = 0; i < l->n; i++)
+	{
+		if (l->links[i].init == sps && l->links[i].runner >= 0)
+			return l->links[l->links[i].runner].node;
+	}
+	return node;
 }
 
 /*
@@ -1905,6 +2143,7 @@ static double
 ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 {
 	TsOverheadWalk below;
+	ListCell   *lc;
 	TsNodeInstr *instr = node->instrument;
 	TsInstrumentation *ti = NULL;
 	const TsCallCost *cost;
@@ -1920,7 +2159,34 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	below.plan = plan;
 	below.subtract = subtract;
 	below.below_ns = 0;
+	below.parent = node;
+
+	/*
+	 * The initPlans first, each cost left for the node that runs it, then
+	 * the other children, among whom that node is; then what was left here
+	 */
+	foreach(lc, node->initPlan)
+	{
+		SubPlanState *sps = (SubPlanState *) lfirst(lc);
+		TsMovedCost *m = palloc(sizeof(TsMovedCost));
+
+		m->ns = ts_overhead_node(sps->planstate, plan, subtract);
+		m->runner = ts_init_plan_runner(plan, node, sps);
+		m->owner = node;
+		plan->moved = lappend(plan->moved, m);
+	}
 	(void) planstate_tree_walker(node, ts_overhead_child, &below);
+	/* an initPlan whose runner the walk did not reach stays here */
+	foreach(lc, plan->moved)
+	{
+		TsMovedCost *m = (TsMovedCost *) lfirst(lc);
+
+		if (m->runner == node || m->owner == node)
+		{
+			below.below_ns += m->ns;
+			plan->moved = foreach_delete_current(plan->moved, lc);
+		}
+	}
 
 	if (instr == NULL || !TS_INSTR_FLAGS(instr)->need_timer)
 		return below.below_ns;
@@ -2083,6 +2349,8 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	pool.sum = pool.spans = 0;
 	(void) ts_pool_node(queryDesc->planstate, &pool);
 	plan->call_ns = pool.spans > 0 ? pool.sum / pool.spans : -1.0;
+	plan->moved = NIL;
+	ts_link_plan(plan, queryDesc->planstate);
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 		(void) ts_overhead_node((PlanState *) lfirst(lc), plan, subtract);
