@@ -461,44 +461,34 @@ ts_run_in_subxact(RawStmt *stmt, const char *query, TsNodeRows *nr)
 	return ts_in_rolled_back_subxact(ts_node_run, &run, false);
 }
 
-/* ts_run_in_subxact() with every sampled call checked, however it ends */
-static double
-ts_run_checked(RawStmt *stmt, const char *query, TsNodeRows *nr)
-{
-	volatile double exec_ms = 0;
-
-	ts_instrument_set_sample_check(true);
-	PG_TRY();
-	{
-		exec_ms = ts_run_in_subxact(stmt, query, nr);
-	}
-	PG_FINALLY();
-	{
-		ts_instrument_set_sample_check(false);
-	}
-	PG_END_TRY();
-	return exec_ms;
-}
-
 /*
- * ts_run_in_subxact() profiled (profile.h): the plan's nodes bound for a
- * profile, the timer ticking from ExecutorStart to ExecutorFinish, both
- * undone however the run ends
+ * ts_run_in_subxact() with every sampled call checked (TS_NODES_CHECK), or
+ * profiled (TS_NODES_PROFILE, profile.h: the plan's nodes bound for a
+ * profile, the timer ticking from ExecutorStart to ExecutorFinish), all
+ * of it undone however the run ends
  */
 static double
-ts_run_profiled(RawStmt *stmt, const char *query, TsNodeRows *nr)
+ts_run_marked(RawStmt *stmt, const char *query, TsNodeRows *nr, TsNodesRun kind)
 {
 	volatile double exec_ms = 0;
 
-	ts_instrument_set_profile(true);
+	if (kind == TS_NODES_CHECK)
+		ts_instrument_set_sample_check(true);
+	else
+		ts_instrument_set_profile(true);
 	PG_TRY();
 	{
 		exec_ms = ts_run_in_subxact(stmt, query, nr);
 	}
 	PG_FINALLY();
 	{
-		(void) ts_profile_stop();
-		ts_instrument_set_profile(false);
+		if (kind == TS_NODES_CHECK)
+			ts_instrument_set_sample_check(false);
+		else
+		{
+			(void) ts_profile_stop();
+			ts_instrument_set_profile(false);
+		}
 	}
 	PG_END_TRY();
 	return exec_ms;
@@ -597,10 +587,8 @@ ts_explain_nodes(FunctionCallInfo fcinfo, TsNodesRun kind)
 	nr.desc = rsinfo->setDesc;
 	nr.rows = NIL;
 
-	if (check)
-		exec_ms = ts_run_checked(stmt, query, &nr);
-	else if (profile)
-		exec_ms = ts_run_profiled(stmt, query, &nr);
+	if (check || profile)
+		exec_ms = ts_run_marked(stmt, query, &nr, kind);
 	else
 		exec_ms = ts_run_in_subxact(stmt, query, &nr);
 
