@@ -541,6 +541,15 @@ ts_explain_nodes(FunctionCallInfo fcinfo, TsNodesRun kind)
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("plan node profiles are not supported on this platform")));
+
+		/*
+		 * Refused here, before anything is set: the run's cleanup would
+		 * stop the profile this call is made from
+		 */
+		if (ts_profile_running())
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("a plan node profile is already running in this session")));
 		nr.profile_hz = hz;
 	}
 	/* the same bounds as timing_source.sample_every */

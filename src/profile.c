@@ -77,6 +77,12 @@ ts_profile_supported(void)
 }
 
 bool
+ts_profile_running(void)
+{
+	return ts_profile_active;
+}
+
+bool
 ts_profile_watch(TsNodeInstr *instr, uint64 *hits)
 {
 	int			n = ts_profile_nwatched;
@@ -99,10 +105,9 @@ ts_profile_start(int hz)
 	struct itimerspec its;
 	long		ns = 1000000000L / hz;
 
+	/* the caller refuses a second profile before it changes anything */
 	if (ts_profile_active)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("a plan node profile is already running in this session")));
+		elog(ERROR, "plan node profile started twice");
 
 	ts_profile_depth = 0;
 	ts_profile_nwatched = 0;

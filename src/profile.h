@@ -62,6 +62,9 @@ extern bool ts_profile_supported(void);
  */
 extern bool ts_profile_watch(TsNodeInstr *instr, uint64 *hits);
 
+/* whether a profile is running in this process */
+extern bool ts_profile_running(void);
+
 /* start ticking at hz per second; stop, returning the ticks counted */
 extern void ts_profile_start(int hz);
 extern uint64 ts_profile_stop(void);

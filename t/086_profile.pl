@@ -8,7 +8,8 @@
 # What is checked:
 # - its arguments: hz must be given and within 100..50000, the query must
 #   be given, the declared columns must be the seventeen it returns, and a
-#   profile cannot start inside another;
+#   profile cannot start inside another, which goes on undisturbed when
+#   the refusal is caught;
 # - where the wrappers exist, time spent in a node is found in it and in
 #   every node above it, and nowhere else:
 #   - a Function Scan whose rows each sleep 2 ms holds at least 80% of
@@ -77,6 +78,21 @@ if (!wrappers_sample($node))
 	q{SELECT * FROM explain_nodes_profile($$SELECT * FROM explain_nodes_profile('SELECT 1', 1000)$$, 1000)});
 like($err, qr/a plan node profile is already running in this session/,
 	'a profile inside a profile is refused');
+# refused and caught inside the profiled query, the outer profile goes on
+$node->safe_psql('postgres', q{
+	CREATE FUNCTION nested_profile() RETURNS int LANGUAGE plpgsql AS $$
+	BEGIN
+		BEGIN
+			PERFORM * FROM explain_nodes_profile('SELECT 1', 1000);
+		EXCEPTION WHEN object_not_in_prerequisite_state THEN NULL;
+		END;
+		PERFORM pg_sleep(0.1);
+		RETURN 1;
+	END $$});
+my $outer = $node->safe_psql('postgres',
+	q{SELECT profile_ticks FROM explain_nodes_profile('SELECT nested_profile()', 2000) WHERE node_id = 1});
+cmp_ok($outer, '>=', 100,
+	'a profile refused inside another and caught there leaves the outer one ticking (0.1 s at 2000 Hz)');
 
 # ---- where the time is ----
 my $hz = 2000;
