@@ -222,7 +222,6 @@ typedef struct TsInstrumentation
 	 * A profiled run (profile.h): the timer's ticks while one of this
 	 * node's calls (or core's start/stop pair) was open
 	 */
-	bool		profiled;
 	uint64		profile_hits;
 
 	/*
@@ -1366,6 +1365,21 @@ typedef struct TsBindContext
 } TsBindContext;
 
 /*
+ * Give a node the larger struct, core's part copied in, in the query's
+ * memory; its overhead not estimated yet
+ */
+static TsInstrumentation *
+ts_bind_instr(TsBindContext *bc, PlanState *node)
+{
+	TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+
+	memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
+	ti->overhead_ns = -1.0;
+	node->instrument = &ti->instr;
+	return ti;
+}
+
+/*
  * planstate_tree_walker callback: bind one node and recurse.
  *
  * Only nodes still on core's first-call wrapper are touched: that skips
@@ -1385,24 +1399,22 @@ ts_bind_node(PlanState *node, void *context)
 	if (bc->profile && node->instrument != NULL &&
 		node->ExecProcNode == ts_core_first)
 	{
-		TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+		TsInstrumentation *ti = ts_bind_instr(bc, node);
+		bool		profiled;
 
-		memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
-		ti->overhead_ns = -1.0;
 		ti->weight = 1;
-		node->instrument = &ti->instr;
 		if (!ts_multi_exec_node(node))
 		{
 			node->ExecProcNode = ts_exec_proc_node_first_profiled;
-			ti->profiled = true;
+			profiled = true;
 		}
 		else
 		{
 			/* core's own start/stop pair, timed, shows the node open */
-			ti->profiled = TS_INSTR_FLAGS(node->instrument)->need_timer &&
+			profiled = TS_INSTR_FLAGS(node->instrument)->need_timer &&
 				ts_profile_watch(node->instrument, &ti->profile_hits);
 		}
-		if (ti->profiled)
+		if (profiled)
 			ts_profiled_list = lappend(ts_profiled_list, node);
 	}
 	else if (node->instrument != NULL &&
@@ -1416,11 +1428,8 @@ ts_bind_node(PlanState *node, void *context)
 		}
 		else
 		{
-			TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
+			TsInstrumentation *ti = ts_bind_instr(bc, node);
 
-			memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
-			ti->overhead_ns = -1.0;
-			node->instrument = &ti->instr;
 			if (bc->sample_every > 1)
 			{
 				ti->weight = (uint64) bc->sample_every;
@@ -1483,11 +1492,7 @@ ts_bind_node(PlanState *node, void *context)
 		 * Core times it, exactly: give it the larger struct too, so that
 		 * its overhead estimate has a place (weight 0 marks core's timing).
 		 */
-		TsInstrumentation *ti = MemoryContextAllocZero(bc->cxt, sizeof(TsInstrumentation));
-
-		memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
-		ti->overhead_ns = -1.0;
-		node->instrument = &ti->instr;
+		(void) ts_bind_instr(bc, node);
 	}
 
 	return planstate_tree_walker(node, ts_bind_node, context);
@@ -1736,18 +1741,18 @@ typedef struct TsOverheadWalk
 static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
 							   bool subtract);
 
-/* whether child is the plan of one of node's initPlans */
-static bool
-ts_is_init_plan_of(PlanState *node, PlanState *child)
+/* the initPlan of node whose plan child is, or NULL */
+static SubPlanState *
+ts_init_plan_of(PlanState *node, PlanState *child)
 {
 	ListCell   *lc;
 
 	foreach(lc, node->initPlan)
 	{
 		if (((SubPlanState *) lfirst(lc))->planstate == child)
-			return true;
+			return (SubPlanState *) lfirst(lc);
 	}
-	return false;
+	return NULL;
 }
 
 /* the parent's initPlans are counted before the walk, where they run */
@@ -1756,7 +1761,7 @@ ts_overhead_child(PlanState *child, void *arg)
 {
 	TsOverheadWalk *w = (TsOverheadWalk *) arg;
 
-	if (child != NULL && !ts_is_init_plan_of(w->parent, child))
+	if (child != NULL && ts_init_plan_of(w->parent, child) == NULL)
 		w->below_ns += ts_overhead_node(child, w->plan, w->subtract);
 	return false;
 }
@@ -1806,7 +1811,6 @@ ts_link_node(PlanState *node, void *arg)
 	TsPlanLinks *l = (TsPlanLinks *) arg;
 	int			save = l->parent;
 	int			me;
-	ListCell   *lc;
 
 	if (node == NULL)
 		return false;
@@ -1818,16 +1822,8 @@ ts_link_node(PlanState *node, void *arg)
 	me = l->n++;
 	l->links[me].node = node;
 	l->links[me].parent = save;
-	l->links[me].init = NULL;
+	l->links[me].init = save >= 0 ? ts_init_plan_of(l->links[save].node, node) : NULL;
 	l->links[me].runner = -1;
-	if (save >= 0)
-	{
-		foreach(lc, l->links[save].node->initPlan)
-		{
-			if (((SubPlanState *) lfirst(lc))->planstate == node)
-				l->links[me].init = (SubPlanState *) lfirst(lc);
-		}
-	}
 	l->parent = me;
 	(void) planstate_tree_walker(node, ts_link_node, l);
 	l->parent = save;
@@ -2553,12 +2549,6 @@ ts_instrument_set_profile(bool on)
 	ts_profiled_list = NIL;
 }
 
-int
-ts_instrument_profiled_nodes(void)
-{
-	return list_length(ts_profiled_list);
-}
-
 int64
 ts_node_profile_hits(PlanState *node)
 {
@@ -2732,12 +2722,6 @@ ts_instrument_set_sample_check(bool on)
 void
 ts_instrument_set_profile(bool on)
 {
-}
-
-int
-ts_instrument_profiled_nodes(void)
-{
-	return 0;
 }
 
 int64

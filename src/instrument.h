@@ -397,11 +397,10 @@ extern void ts_instrument_set_sample_check(bool on);
  * (profile.h) instead of timing them: for
  * timing_source_explain_nodes_profile(), which turns it on for one run
  * and off however the run ends.  Then, before that query's ExecutorEnd,
- * how many nodes it profiles, and a node's ticks (-1: not profiled).  No
- * node is profiled where the wrappers are not built or not used.
+ * a node's ticks (-1: not profiled).  No node is profiled where the
+ * wrappers are not built or not used.
  */
 extern void ts_instrument_set_profile(bool on);
-extern int	ts_instrument_profiled_nodes(void);
 extern int64 ts_node_profile_hits(PlanState *node);
 
 /*
