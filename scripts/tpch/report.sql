@@ -69,10 +69,14 @@ nodes AS (
 	  JOIN ex e USING (q, node_id)
 	 WHERE CASE WHEN r.node_id = 1 THEN u.ms ELSE u.ms * r.frac END >= 1),
 prof AS (
-	SELECT q, node_id, sum(ticks)::float8 AS ticks,
-		   max(sum(ticks)) FILTER (WHERE node_id = 1) OVER (PARTITION BY q)::float8 AS top_ticks
-	  FROM o WHERE mode = 'profile' AND ticks IS NOT NULL
-	 GROUP BY q, node_id),
+	-- a node's ticks over the top node's, pooled over the profiled runs,
+	-- and the binomial standard error of that share
+	SELECT q, node_id, share, sqrt(share * (1 - share) / top_ticks) AS share_se
+	  FROM (SELECT q, node_id, ticks / nullif(top_ticks, 0) AS share, top_ticks
+			  FROM (SELECT q, node_id, sum(ticks)::float8 AS ticks,
+						   max(sum(ticks)) FILTER (WHERE node_id = 1) OVER (PARTITION BY q)::float8 AS top_ticks
+					  FROM o WHERE mode = 'profile' AND ticks IS NOT NULL
+					 GROUP BY q, node_id) AS pooled) AS shares),
 samp AS (
 	-- raw: the run's estimate as printed; normalised: scaled by untimed
 	-- over that run's Execution Time, which takes out the machine's phase
@@ -116,11 +120,11 @@ SELECT n.q, n.node_id, n.parent_id, n.node_type, n.relation, n.loops,
 	   CASE WHEN n.node_id > 1 THEN 100 * n.reference / n.untimed END AS share_ref_pct,
 	   CASE WHEN n.node_id > 1 THEN 100 * (n.exact_share - n.reference / n.untimed) END AS share_exact_pp,
 	   CASE WHEN n.node_id > 1 THEN 100 * (n.exactsub_share - n.reference / n.untimed) END AS share_exactsub_pp,
-	   100 * p.ticks / nullif(p.top_ticks, 0) AS share_prof_pct,
-	   100 * sqrt((p.ticks / nullif(p.top_ticks, 0)) * (1 - p.ticks / nullif(p.top_ticks, 0)) / nullif(p.top_ticks, 0)) AS prof_se_pp,
-	   CASE WHEN n.node_id > 1 THEN 100 * (n.exact_share - p.ticks / nullif(p.top_ticks, 0)) END AS share_exact_prof_pp,
-	   CASE WHEN n.node_id > 1 THEN 100 * (n.exactsub_share - p.ticks / nullif(p.top_ticks, 0)) END AS share_exactsub_prof_pp,
-	   CASE WHEN n.node_id > 1 THEN 100 * (n.reference / n.untimed - p.ticks / nullif(p.top_ticks, 0)) END AS share_ref_prof_pp
+	   100 * p.share AS share_prof_pct,
+	   100 * p.share_se AS prof_se_pp,
+	   CASE WHEN n.node_id > 1 THEN 100 * (n.exact_share - p.share) END AS share_exact_prof_pp,
+	   CASE WHEN n.node_id > 1 THEN 100 * (n.exactsub_share - p.share) END AS share_exactsub_prof_pp,
+	   CASE WHEN n.node_id > 1 THEN 100 * (n.reference / n.untimed - p.share) END AS share_ref_prof_pp
   FROM nodes n
   JOIN samp s USING (q, node_id)
   LEFT JOIN prof p USING (q, node_id);
