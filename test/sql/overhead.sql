@@ -188,19 +188,18 @@ COMMIT;
 -- the plan.  Judged within each run, against that run's own Execution Time
 -- (system clock, untouched by the setting), so the work's own noise from
 -- run to run cannot decide it: subtracted, the top node ends at least the
--- estimate before it.  The estimate is the run's own field on 18+; 15-17
--- print none, and there the same runs through timing_source_explain_nodes()
--- (its top node's overhead_ms, total_ms and execution_ms, the setting on),
--- interleaved with the EXPLAIN runs, are judged so.  And in the median
--- over 5 runs of each kind, the subtracted EXPLAIN runs' gap exceeds the
--- unsubtracted ones' (where only the executor's start and end separate
--- the two) by at least half the estimate: a difference, not a bound on the
--- unsubtracted gap, because where a timed call costs little the executor's
--- start and end are not small beside it.  On 15-17 that estimate is the
--- median of the explain_nodes runs': the same wrappers measuring their
--- cost in the plan, but in other runs of it.
-CREATE TEMP TABLE ovh_runs (sub bool, total float8, exec float8, ovh float8);
-CREATE TEMP TABLE ovh_nodes_runs (total float8, exec float8, ovh float8);
+-- estimate before it.  The estimate is the EXPLAIN run's own field on 18+;
+-- 15-17 print none, and there the runs through timing_source_explain_nodes()
+-- (the setting on; its top node's overhead_ms, total_ms and execution_ms),
+-- interleaved with the EXPLAIN runs, are judged so (on 18+ they are too).
+-- And in the median over 5 runs of each kind, the subtracted EXPLAIN runs'
+-- gap exceeds the unsubtracted ones' (where only the executor's start and
+-- end separate the two) by at least half the estimate: a difference, not a
+-- bound on the unsubtracted gap, because where a timed call costs little
+-- the executor's start and end are not small beside it.  On 15-17 that
+-- estimate is the explain_nodes runs' median: the same wrappers measuring
+-- their cost in the plan, but in other runs of it.
+CREATE TEMP TABLE ovh_runs (explain bool, sub bool, total float8, exec float8, ovh float8);
 DO $$
 DECLARE
 	d jsonb;
@@ -210,32 +209,28 @@ BEGIN
 		FOREACH s IN ARRAY CASE i % 2 WHEN 0 THEN ARRAY[true, false] ELSE ARRAY[false, true] END LOOP
 			d := pg_temp.ovh_explain('SELECT count(*) FROM ovh_big', 'ANALYZE, BUFFERS OFF', s);
 			INSERT INTO ovh_runs
-			VALUES (s, (d -> 'Plan' ->> 'Actual Total Time')::float8,
+			VALUES (true, s, (d -> 'Plan' ->> 'Actual Total Time')::float8,
 					(d ->> 'Execution Time')::float8,
 					(d -> 'Plan' ->> 'Timing Overhead')::float8);
 		END LOOP;
 		PERFORM set_config('timing_source.subtract_overhead', 'on', true);
-		INSERT INTO ovh_nodes_runs
-		SELECT total_ms, execution_ms, overhead_ms
+		INSERT INTO ovh_runs
+		SELECT false, true, total_ms, execution_ms, overhead_ms
 		  FROM timing_source_explain_nodes('SELECT count(*) FROM ovh_big')
 		 WHERE node_id = 1;
 	END LOOP;
 END
 $$;
--- (-1: no run had an estimate)
-SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ovh), -1) AS nodes_ovh,
-	   coalesce(bool_and(exec - total >= 0.9 * ovh - 0.002), false) AS nodes_lower
-  FROM ovh_nodes_runs \gset
 SELECT CASE WHEN :'wrapped'::bool
-			THEN :nodes_ovh > 0 AND :'nodes_lower'::bool
-				 AND bool_and(CASE WHEN :'has_hook'::bool
-								   THEN coalesce(exec - total >= 0.9 * ovh - 0.002, false)
-								   ELSE ovh IS NULL END) FILTER (WHERE sub)
-				 AND percentile_cont(0.5) WITHIN GROUP (ORDER BY exec - total) FILTER (WHERE sub)
-					 - percentile_cont(0.5) WITHIN GROUP (ORDER BY exec - total) FILTER (WHERE NOT sub)
-					 >= coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ovh) FILTER (WHERE sub),
-								 :nodes_ovh) / 2
-			ELSE bool_and(ovh IS NULL) AND :nodes_ovh = -1 END AS subtracted_top_lower
+			THEN bool_and(CASE WHEN explain AND NOT :'has_hook'::bool THEN ovh IS NULL
+							   ELSE coalesce(exec - total >= 0.9 * ovh - 0.002, false) END)
+					 FILTER (WHERE sub)
+				 AND percentile_cont(0.5) WITHIN GROUP (ORDER BY ovh) FILTER (WHERE NOT explain) > 0
+				 AND percentile_cont(0.5) WITHIN GROUP (ORDER BY exec - total) FILTER (WHERE explain AND sub)
+					 - percentile_cont(0.5) WITHIN GROUP (ORDER BY exec - total) FILTER (WHERE explain AND NOT sub)
+					 >= coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY ovh) FILTER (WHERE explain AND sub),
+								 percentile_cont(0.5) WITHIN GROUP (ORDER BY ovh) FILTER (WHERE NOT explain)) / 2
+			ELSE bool_and(ovh IS NULL) END AS subtracted_top_lower
   FROM ovh_runs;
 
 -- 18+: the plan-level line and the per-node marks, in text
