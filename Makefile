@@ -66,6 +66,12 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# PGXS tracks no header dependencies (PostgreSQL's --enable-depend is for
+# its own tree): a change to any header under src/ rebuilds every object,
+# or an inline function changed there would keep its old copy in the
+# objects that include it
+$(OBJS): $(wildcard src/*.h)
+
 # PostgreSQL 19 and later own timing_clock_source and the extension defines
 # no clock setting of its own, so settings (the extension's own
 # timing_clock_source and timing_source.clock_source) has nothing to test

@@ -203,6 +203,67 @@ ts_span_cost(const TsSpanStats *s, double *cost, double *se)
 	return true;
 }
 
+/*
+ * A node's own cost stands for it only while its standard error is within
+ * this share of the calibrated cost.  A node whose calls are long and
+ * uneven (a scan that filters out most rows, a join that probes deep) has
+ * spans microseconds wide, whose difference puts a cost of tens of
+ * nanoseconds anywhere from zero to thousands; counted for each of the
+ * node's calls, such a figure moves its total by more than the whole cost
+ * it stands for.  The same bound holds for the plan's pooled figure.
+ */
+#define TS_SPAN_SE_SHARE	0.25
+/*
+ * A standard error this small (ns) is precise whatever the calibration: a
+ * clock read that costs next to nothing (RDTSC on some hosts) would
+ * otherwise ask more of a figure than its spans' noise can give, and an
+ * error of a nanosecond is a few percent of the cheapest node's call.
+ */
+#define TS_SPAN_SE_ENOUGH	1.0
+/* a pooled node's weight is at most that of this standard error, in ns */
+#define TS_POOL_SE_FLOOR	0.01
+
+/* whether a cost measured with standard error se may stand for cal's */
+static inline bool
+ts_span_cost_precise(double se, double cal)
+{
+	return se <= TS_SPAN_SE_SHARE * cal || se <= TS_SPAN_SE_ENOUGH;
+}
+
+/*
+ * The plan's cost of a timed call, from its nodes' own: each weighted by
+ * its precision (1 / se^2), the least-variance mean of estimates of one
+ * cost.  Weighted by spans, as first done, one long-span node's wild
+ * figure could outweigh every precise one (a TPC-H-shaped query's plan
+ * measured 292 ns a call where its precise nodes said 29-45).
+ */
+typedef struct TsCostPool
+{
+	double		sum;			/* cost x weight */
+	double		weight;
+} TsCostPool;
+
+static inline void
+ts_cost_pool_add(TsCostPool *p, double cost, double se)
+{
+	double		floor_se = se > TS_POOL_SE_FLOOR ? se : TS_POOL_SE_FLOOR;
+	double		w = 1.0 / (floor_se * floor_se);
+
+	p->sum += cost * w;
+	p->weight += w;
+}
+
+/* the pooled cost and its standard error; false if nothing was pooled */
+static inline bool
+ts_cost_pool_get(const TsCostPool *p, double *cost, double *se)
+{
+	if (!(p->weight > 0))
+		return false;
+	*cost = p->sum / p->weight;
+	*se = 1.0 / sqrt(p->weight);
+	return true;
+}
+
 /* the mean gap to the next probe of a node that has made "calls" calls */
 static inline double
 ts_probe_gap_mean(double calls)

@@ -1684,8 +1684,9 @@ typedef struct TsPlanEntry
 	bool		subtract;
 	bool		estimated;		/* the estimate has been made */
 	double		call_ns;		/* the plan's measured cost of a timed call
-								 * (its nodes' own, weighted by their spans);
-								 * < 0: none measured */
+								 * (its nodes' own, weighted by their
+								 * precision); < 0: none measured */
+	double		call_se;		/* its standard error */
 	List	   *moved;			/* TsMovedCost: initPlans' costs on their way
 								 * to the node that runs them */
 	struct TsPlanLinks *links;	/* where its initPlans run */
@@ -2037,13 +2038,14 @@ ts_participants(PlanState *node)
  */
 static double
 ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
-			   double calls, double plan_call_ns, double *inside_ns,
-			   double *outside_ns)
+			   double calls, double plan_call_ns, double plan_call_se,
+			   double *inside_ns, double *outside_ns)
 {
 	double		timed;
 	double		cal = cost->inside_ns + cost->outside_ns;
-	double		measured;
-	double		se;
+	double		measured = 0;
+	double		se = 0;
+	bool		own;
 
 	ts_probe_settle(ti, -1.0);
 	timed = Max(calls - ti->bare_calls, 0.0);
@@ -2060,33 +2062,38 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 		ti->imputed = true;
 	}
 
-	if (ts_span_cost(&ti->spans, &measured, &se))
-	{
-		measured = Max(measured, 0.0);
+	own = ts_span_cost(&ti->spans, &measured, &se);
+	if (own)
 		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out",
-								 node->plan->plan_node_id, measured, 1.96 * se, cal,
+				(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out%s",
+								 node->plan->plan_node_id, Max(measured, 0.0),
+								 1.96 * se, cal,
 								 (double) ti->spans.n[0], (double) ti->spans.n[1],
-								 (double) ti->spans.dropped)));
-	}
-	else if (plan_call_ns >= 0)
+								 (double) ti->spans.dropped,
+								 ts_span_cost_precise(se, cal) ? "" :
+								 "; too imprecise to stand for the node")));
+	if (own && ts_span_cost_precise(se, cal))
+		measured = Max(measured, 0.0);
+	else if (plan_call_ns >= 0 && ts_span_cost_precise(plan_call_se, cal))
 	{
 		/*
-		 * Too few spans of its own: the plan's other nodes measured what
-		 * the calibration only models, on this machine in this run
+		 * Too few spans of its own, or too uneven ones: the plan's other
+		 * nodes measured what the calibration only models, on this
+		 * machine in this run
 		 */
 		measured = plan_call_ns;
 		ti->call_pooled = true;
 		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few of its own; the plan's %.2f ns a timed call, %.2f ns calibrated",
+				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, %s; the plan's %.2f ns (+/- %.2f) a timed call, %.2f ns calibrated",
 								 node->plan->plan_node_id,
 								 (double) ti->spans.n[0], (double) ti->spans.n[1],
-								 measured, cal)));
+								 own ? "too imprecise" : "too few of its own",
+								 measured, 1.96 * plan_call_se, cal)));
 	}
 	else
 	{
 		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, too few to measure a timed call's cost, and none measured in the plan; %.2f ns calibrated",
+				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, and no figure of the plan precise enough to stand for the calibrated %.2f ns",
 								 node->plan->plan_node_id,
 								 (double) ti->spans.n[0], (double) ti->spans.n[1],
 								 cal)));
@@ -2101,11 +2108,10 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 typedef struct TsPoolWalk
 {
 	const TsWrapperSet *set;
-	double		sum;			/* cost x spans */
-	double		spans;
+	TsCostPool	pool;
 } TsPoolWalk;
 
-/* add a probed node's measured cost, weighted by its spans, and recurse */
+/* add a probed node's measured cost, weighted by its precision; recurse */
 static bool
 ts_pool_node(PlanState *node, void *arg)
 {
@@ -2120,12 +2126,7 @@ ts_pool_node(PlanState *node, void *arg)
 		double		se;
 
 		if (ti->probed && ts_span_cost(&ti->spans, &cost, &se))
-		{
-			double		n = (double) (ti->spans.n[0] + ti->spans.n[1]);
-
-			w->sum += Max(cost, 0.0) * n;
-			w->spans += n;
-		}
+			ts_cost_pool_add(&w->pool, cost, se);
 	}
 	return planstate_tree_walker(node, ts_pool_node, arg);
 }
@@ -2268,7 +2269,7 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	timed_calls = calls;
 	if (ti != NULL && ti->probed)
 		timed_calls = ts_probe_apply(node, ti, cost, calls, plan->call_ns,
-									 &inside_ns, &outside_ns);
+									 plan->call_se, &inside_ns, &outside_ns);
 
 	/*
 	 * Never more than the node's own total.  The bare calls' lengths were
@@ -2342,9 +2343,12 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	 * it; es_subplanstates would count those a second time.
 	 */
 	pool.set = plan->set;
-	pool.sum = pool.spans = 0;
+	pool.pool.sum = pool.pool.weight = 0;
 	(void) ts_pool_node(queryDesc->planstate, &pool);
-	plan->call_ns = pool.spans > 0 ? pool.sum / pool.spans : -1.0;
+	if (ts_cost_pool_get(&pool.pool, &plan->call_ns, &plan->call_se))
+		plan->call_ns = Max(plan->call_ns, 0.0);
+	else
+		plan->call_ns = plan->call_se = -1.0;
 	plan->moved = NIL;
 	ts_link_plan(plan, queryDesc->planstate);
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);

@@ -14,6 +14,10 @@
 #   probes change no node's rows or loops;
 # - with the setting off nothing probes: exact timing stays exact;
 # - a node of a few calls has too few spans and takes the plan's figure;
+# - a node whose calls are long and uneven (a scan keeping 1 row in 200
+#   at random) measures too imprecise a figure to stand for it and takes
+#   the plan's, which the precise node beside it sets: the plan's figure
+#   pools its nodes' own by precision;
 # - 18+: EXPLAIN shows the measured figure where the estimate used it;
 # - 18+: the bare calls are given lengths that keep every node within its
 #   parent: over 60 runs of a hash join whose last call drains the rest of
@@ -57,7 +61,9 @@ $node->safe_psql('postgres', q{
 	CREATE TABLE small_t AS SELECT g FROM generate_series(1, 20000) g;
 	CREATE TABLE nl_outer AS SELECT g FROM generate_series(1, 300) g;
 	CREATE TABLE nl_inner AS SELECT g FROM generate_series(1, 10000) g;
-	VACUUM ANALYZE big, outer_t, inner_t, small_t, nl_outer, nl_inner;
+	CREATE TABLE sparse AS
+		SELECT g, hashint4(g)::float8 / 4294967296 + 0.5 AS r FROM generate_series(1, 1000000) g;
+	VACUUM ANALYZE big, outer_t, inner_t, small_t, nl_outer, nl_inner, sparse;
 });
 
 my $count = 'SELECT count(*) FROM big';
@@ -129,9 +135,56 @@ SKIP:
 	ok($timed >= 64 && $bare >= 64,
 		"from spans of both kinds ($timed timed, $bare bare)");
 }
-my ($plan_figure) = join("\n", @$lines) =~ /plan node 0: 0 and 0 spans, too few of its own; the plan's ([0-9.]+) ns a timed call/;
+my ($plan_figure) = join("\n", @$lines) =~ /plan node 0: 0 and 0 spans, too few of its own; the plan's ([0-9.]+) ns (?:\(\+\/- [0-9.]+\) )?a timed call/;
 is($plan_figure, $cost,
 	'the Aggregate, called once, has no spans of its own and takes the figure the plan measured');
+
+# A scan that keeps 1 row in 200, at random: each call reads a stretch
+# of rows of random length, so its spans are microseconds wide and vary
+# by as much, and what they measure of a timed call's cost is too
+# imprecise to count for each of its calls.  It takes the plan's figure,
+# which the million-row scan beside it (and the Append over both, of as
+# many calls) measured closely: pooled by precision, the plan's figure
+# lies among theirs.
+{
+	my (undef, $lines) = run_explain(
+		'SELECT count(*) FROM (SELECT g FROM big UNION ALL SELECT g FROM sparse WHERE r < 0.005) s',
+		'on');
+	my $all = join("\n", @$lines);
+	my (@standing, %wide);
+	for (@$lines)
+	{
+		my ($n, $c, $m) = /plan node (\d+): a timed call costs (-?[0-9.]+) ns \(\+\/- ([0-9.]+)\) measured in the plan/
+		  or next;
+		if (/too imprecise to stand for the node/) { $wide{$n} = $m; }
+		else { push @standing, [ $c, $m ]; }
+	}
+	my ($id, $pooled, $pooled_margin) = $all =~
+	  /plan node (\d+): \d+ and \d+ spans, too imprecise; the plan's ([0-9.]+) ns \(\+\/- ([0-9.]+)\) a timed call/;
+	ok(defined $id && exists $wide{$id},
+		"the sparse scan's own figure is too imprecise to stand for it, and it takes the plan's")
+	  or diag($all);
+	ok(scalar(@standing) >= 1,
+		'the million-row scan measured its own, precise enough to stand for it')
+	  or diag($all);
+	SKIP:
+	{
+		skip 'no figures to compare', 2 unless defined $id && exists $wide{$id} && @standing;
+		my ($lo, $hi, $widest) = (1e9, -1e9, 0);
+		for (@standing)
+		{
+			$lo = $_->[0] - $_->[1] if $_->[0] - $_->[1] < $lo;
+			$hi = $_->[0] + $_->[1] if $_->[0] + $_->[1] > $hi;
+			$widest = $_->[1] if $_->[1] > $widest;
+		}
+		cmp_ok($wide{$id}, '>', 4 * $widest,
+			"the sparse scan's margin ($wide{$id} ns) is far wider than the precise nodes' (at most $widest)");
+		ok($pooled >= $lo && $pooled <= $hi,
+			"the plan's figure ($pooled +/- $pooled_margin ns) lies among the precise nodes' ("
+			  . sprintf('%.2f to %.2f', $lo, $hi) . ')')
+		  or diag($all);
+	}
+}
 
 # 18+: EXPLAIN names the measured figure on the node that used it, the
 # one DEBUG2 gave, and on the node that took it from the plan

@@ -246,6 +246,76 @@ main(void)
 	ok(have && fabs(cost) <= 4 * se,
 	   "no cost measures as %.2f +/- %.2f", cost, 1.96 * se);
 
+	/*
+	 * Which figure stands for a node, and the plan's pooled one.  A scan
+	 * that filters out most rows: 400 spans of 20 us with exponential
+	 * noise of 15 us, the same 45 ns cost; beside a calibration of 45 ns
+	 * its figure is too imprecise to count for each of its calls, while a
+	 * node of short steady spans measures it closely.
+	 */
+	{
+		TsCostPool	pool = {0, 0};
+		double		wide_cost = 0,
+					wide_se = 0,
+					narrow_cost = 0,
+					narrow_se = 0,
+					pooled = 0,
+					pooled_se = 0,
+					by_spans;
+
+		fill(&s, 400, 20000, 15000, 45, 0);
+		have = ts_span_cost(&s, &wide_cost, &wide_se);
+		ok(have && !ts_span_cost_precise(wide_se, 45),
+		   "long uneven spans: %.0f +/- %.0f ns, too imprecise to stand for a 45 ns cost",
+		   wide_cost, 1.96 * wide_se);
+		fill(&s, 4000, 120, 40, 45, 0);
+		have = ts_span_cost(&s, &narrow_cost, &narrow_se);
+		ok(have && ts_span_cost_precise(narrow_se, 45),
+		   "short steady spans: %.2f +/- %.2f ns, precise enough",
+		   narrow_cost, 1.96 * narrow_se);
+
+		/*
+		 * Pooled by precision, the wide node barely counts; pooled by
+		 * spans (the old rule: 400 against 4000), its error would pass
+		 * a tenth into the plan's figure
+		 */
+		ok(!ts_cost_pool_get(&pool, &pooled, &pooled_se), "an empty pool has no figure");
+		ts_cost_pool_add(&pool, wide_cost, wide_se);
+		ts_cost_pool_add(&pool, narrow_cost, narrow_se);
+		by_spans = (wide_cost * 400 + narrow_cost * 4000) / 4400;
+		have = ts_cost_pool_get(&pool, &pooled, &pooled_se);
+		ok(have &&
+		   fabs(pooled - narrow_cost) <= 0.05 * narrow_se + 0.01 &&
+		   pooled_se <= narrow_se && ts_span_cost_precise(pooled_se, 45),
+		   "pooled by precision: %.2f +/- %.2f ns (by spans it would be %.2f)",
+		   pooled, 1.96 * pooled_se, by_spans);
+
+		ok(ts_span_cost_precise(0.9, 2) && !ts_span_cost_precise(1.1, 2),
+		   "beside a clock read of 2 ns, a standard error of 0.9 ns is precise enough and 1.1 is not");
+
+		/* imprecise nodes alone pool into an imprecise figure */
+		pool.sum = pool.weight = 0;
+		for (int k = 0; k < 3; k++)
+		{
+			fill(&s, 400, 20000, 15000, 45, 0);
+			ts_span_cost(&s, &wide_cost, &wide_se);
+			ts_cost_pool_add(&pool, wide_cost, wide_se);
+		}
+		have = ts_cost_pool_get(&pool, &pooled, &pooled_se);
+		ok(have && !ts_span_cost_precise(pooled_se, 45),
+		   "three wide nodes pool into %.0f +/- %.0f ns: still too imprecise",
+		   pooled, 1.96 * pooled_se);
+
+		/* spans all alike (se 0): a finite weight, the node's own figure */
+		pool.sum = pool.weight = 0;
+		ts_cost_pool_add(&pool, 30, 0);
+		ts_cost_pool_add(&pool, 50, 10);
+		have = ts_cost_pool_get(&pool, &pooled, &pooled_se);
+		ok(have && isfinite(pooled) &&
+		   fabs(pooled - 30) < 1e-3 && pooled_se > 0,
+		   "a node with no spread of its own: %.4f +/- %.4f ns", pooled, pooled_se);
+	}
+
 	/* too few spans of one kind: no figure */
 	memset(&s, 0, sizeof(s));
 	for (int i = 0; i < 1000; i++)
