@@ -145,8 +145,13 @@ is($plan_figure, $cost,
 # imprecise to count for each of its calls.  It takes the plan's figure,
 # which the million-row scan beside it (and the Append over both, of as
 # many calls) measured closely: pooled by precision, the plan's figure
-# lies among theirs.
+# lies among theirs.  Under an emulated CPU (the arm64 root) every span
+# is wide, the million-row scan's too (its margin came out as wide as the
+# sparse scan's), so which figure is precise says nothing of a real CPU.
+SKIP:
 {
+	skip 'an emulated CPU makes every span wide; the precision rule is checked natively', 4
+	  if $ENV{TS_EMULATED};
 	my (undef, $lines) = run_explain(
 		'SELECT count(*) FROM (SELECT g FROM big UNION ALL SELECT g FROM sparse WHERE r < 0.005) s',
 		'on');
