@@ -207,6 +207,7 @@ typedef struct TsInstrumentation
 	double		bare_calls;
 	double		bare_ns;		/* the length given to bare calls so far */
 	double		bare_orphans;	/* bare calls whose probe had no neighbour */
+	double		probes;			/* probes begun */
 	bool		imputed;		/* bare calls added to the total */
 	TsSpanStats spans;
 	double		call_ns;		/* the cost the probes measured, < 0: none */
@@ -1087,6 +1088,7 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 				/* a loop's first call is its startup: no bare call's like */
 				bool		loop_first = !ti->instr.running;
 
+				ti->probes += 1.0;
 				slot = ts_probe_timed(node, timer, &ns);
 				ti->probe_first_ns = loop_first ? -1.0 : ns;
 				ti->probe_mark_ns = TS_NODE_COUNTER_NS(&ti->instr);
@@ -1675,6 +1677,115 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 							 cost->inside_ns, cost->outside_ns, d)));
 }
 
+/*
+ * What probing itself costs (timing_source.subtract_overhead), beyond the
+ * timed calls the estimate counts: every call of a probed node passes a
+ * countdown, and every probe runs its calls through an out-of-line
+ * function that reads the clock twice more, draws a random number and
+ * keeps its statistics.  That work falls between the node's calls, so
+ * only what encloses the node sees it; counted nowhere, it stayed in the
+ * parents' subtracted totals, most in plans of many short loops, whose
+ * nodes probe most often (docs/internals.md).
+ */
+typedef struct TsProbeCost
+{
+	bool		measured;
+	double		call_ns;		/* per call: the countdown */
+	double		probe_ns;		/* per probe, beyond its calls' own cost */
+} TsProbeCost;
+
+static TsProbeCost ts_probe_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
+
+/* calls of each loop of a batch: a probe comes every TS_PROBE_GAP_MIN */
+#define TS_CAL_PROBE_CALLS	(2 * TS_CAL_CALLS)
+
+/*
+ * Time, in several batches, TS_CAL_PROBE_CALLS calls of the calibration
+ * node (each followed by its parent's work, as in ts_cal_measure) through
+ * the exact wrapper "timer", through the probed wrapper "probed" with a
+ * countdown that never ends ("idle"), and through it probing as a node
+ * does early in its life ("busy"), the three in a rotating order so that
+ * none always runs first.  Idle less exact is the countdown.  Busy less
+ * idle is the probes' work less what their bare calls saved, each a timed
+ * call's cost ("timed_ns", from ts_cal_measure): so each probe's cost is
+ * that difference, plus the savings, over the probes.  Medians of the
+ * batches' figures, as there.
+ */
+static void
+ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
+					 bool usage, double timed_ns, TsProbeCost *pc)
+{
+	TsInstrumentation *ti = palloc0(sizeof(TsInstrumentation));
+	PlanState  *ps = palloc0(sizeof(PlanState));
+	Instrumentation *flags = TS_INSTR_FLAGS(&ti->instr);
+	double		per_call[TS_CAL_BATCHES];
+	double		per_probe[TS_CAL_BATCHES];
+	double		probes_seen = 0;
+	uint64		saved_calls = ts_pending_calls;
+
+	flags->need_timer = true;
+	flags->need_bufusage = usage;
+	ps->instrument = &ti->instr;
+	ps->ExecProcNodeReal = ts_cal_node;
+	ti->weight = 1;
+	ti->probed = true;
+
+	for (int b = 0; b < TS_CAL_BATCHES; b++)
+	{
+		double		loop_ns[3] = {0, 0, 0};
+		double		probes = 0;
+		double		bare = 0;
+
+		for (int k = 0; k < 3; k++)
+		{
+			int			which = (b + k) % 3;	/* 0 exact, 1 idle, 2 busy */
+			uint64		t0,
+						t1;
+
+			INSTR_TIME_SET_ZERO(ti->instr.counter);
+			ti->instr.running = false;
+			ti->instr.tuplecount = 0;
+			ti->instr.ntuples = 0;
+			ti->probe_stage = TS_PROBE_FIRST;
+			ti->probe_pending = 0;
+			ti->bare_calls = 0;
+			ti->probes = 0;
+			ti->countdown = which == 1 ? PG_INT64_MAX :
+				ts_probe_gap(TS_PROBE_GAP_MIN, ts_rng_uniform());
+			ps->ExecProcNode = which == 0 ? timer : probed;
+
+			t0 = tsclock_system_ns();
+			for (int i = 0; i < TS_CAL_PROBE_CALLS; i++)
+			{
+				(void) ps->ExecProcNode(ps);
+				(void) ts_cal_node(NULL);
+			}
+			t1 = tsclock_system_ns();
+			loop_ns[which] = (double) (t1 - t0);
+			if (which == 2)
+			{
+				probes = ti->probes;
+				bare = ti->bare_calls + ti->probe_pending;
+			}
+		}
+		per_call[b] = (loop_ns[1] - loop_ns[0]) / TS_CAL_PROBE_CALLS;
+		per_probe[b] = probes > 0 ?
+			(loop_ns[2] - loop_ns[1] + bare * timed_ns) / probes : 0;
+		probes_seen += probes;
+	}
+	ts_pending_calls = saved_calls;
+
+	pc->call_ns = Max(ts_median(per_call, TS_CAL_BATCHES), 0.0);
+	pc->probe_ns = Max(ts_median(per_probe, TS_CAL_BATCHES), 0.0);
+	pc->measured = true;
+	pfree(ps);
+	pfree(ti);
+	ereport(DEBUG3,
+			(errmsg_internal("timing_source: probing: %.2f ns a probe beyond its calls, %.2f ns a call for the countdown (%.0f probes in %d batches)",
+							 pc->probe_ns, pc->call_ns, probes_seen,
+							 TS_CAL_BATCHES)));
+}
+
 /* A bound query's settings, for its overhead estimate and EXPLAIN */
 typedef struct TsPlanEntry
 {
@@ -2150,6 +2261,10 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	double		outside_ns;
 	double		own;
 	double		total_ns;
+	double		probing_ns = 0;
+	const TsProbeCost *pcost = NULL;
+	double		own_calls = 0;
+	double		passed_ns;
 
 	check_stack_depth();
 
@@ -2239,6 +2354,31 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 				wcalls += w->instrument[i].ntuples + w->instrument[i].nloops;
 			}
 		calls = Max(instr->ntuples - wtuples, 0.0) + ti->nulls + wcalls;
+
+		/*
+		 * A probed node's probes, and its countdown on every call this
+		 * process made: parallel workers run no probes
+		 */
+		if (ti->probed)
+		{
+			TsProbeCost *pc = &ts_probe_cost[set_index][usage];
+
+			if (!pc->measured)
+			{
+				ExecProcNodeMtd timers[] = {plan->set->timer, plan->set->full,
+				plan->set->wide};
+				ExecProcNodeMtd probed[] = {plan->set->probed,
+					plan->set->probed_full,
+				plan->set->probed_wide};
+
+				ts_cal_measure_probe(timers[usage], probed[usage],
+									 usage != TS_USAGE_NONE,
+									 cost->inside_ns + cost->outside_ns, pc);
+			}
+			own_calls = calls - wcalls;
+			probing_ns = ti->probes * pc->probe_ns + own_calls * pc->call_ns;
+			pcost = pc;
+		}
 	}
 	else
 	{
@@ -2306,8 +2446,16 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		ti->overhead_ns = own;
 	}
 
-	return Max(own - (calls - timed_calls) * inside_ns, 0.0) +
-		timed_calls * outside_ns;
+	passed_ns = Max(own - (calls - timed_calls) * inside_ns, 0.0) +
+		timed_calls * outside_ns + probing_ns;
+	if (pcost != NULL)
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: %.0f ns of timing seen by what encloses it: %.0f timed calls at %.2f ns, %.0f probes at %.2f ns, %.0f calls at %.2f ns for the countdown, %.0f ns from below",
+								 node->plan->plan_node_id, passed_ns,
+								 timed_calls, inside_ns + outside_ns,
+								 ti->probes, pcost->probe_ns,
+								 own_calls, pcost->call_ns, below.below_ns)));
+	return passed_ns;
 }
 
 /* the top node's estimate of the query that ended last, for compare() */

@@ -14,6 +14,10 @@
 #   probes change no node's rows or loops;
 # - with the setting off nothing probes: exact timing stays exact;
 # - a node of a few calls has too few spans and takes the plan's figure;
+# - what probing costs beyond the timed calls (a probe's own reads and
+#   bookkeeping, the countdown on every call) is passed to the parent: the
+#   million-row scan's printed parts add up to what it passes, and the
+#   Aggregate's estimate holds all of it;
 # - a node whose calls are long and uneven (a scan keeping 1 row in 200
 #   at random) measures too imprecise a figure to stand for it and takes
 #   the plan's, which the precise node beside it sets: the plan's figure
@@ -138,6 +142,41 @@ SKIP:
 my ($plan_figure) = join("\n", @$lines) =~ /plan node 0: 0 and 0 spans, too few of its own; the plan's ([0-9.]+) ns (?:\(\+\/- [0-9.]+\) )?a timed call/;
 is($plan_figure, $cost,
 	'the Aggregate, called once, has no spans of its own and takes the figure the plan measured');
+
+# What probing costs beyond the timed calls (the countdown on every call,
+# a probe's own reads and bookkeeping) falls between the scan's calls:
+# only the Aggregate sees it.  The scan says what it passes up, timed
+# calls at its figure plus its probes and countdown at the calibrated
+# figures; the Aggregate's estimate holds all of it.  (Left out, the
+# probes' part stayed in every parent's subtracted total.)
+{
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', qq{
+		SET timing_source.subtract_overhead = on;
+		SET client_min_messages = debug2;
+		SELECT overhead_ms FROM timing_source_explain_nodes('$count', 1) WHERE node_id = 1;
+	}, stdout => \$out, stderr => \$err, on_error_die => 1);
+	my ($passed, $timed, $figure, $probes, $probe_ns, $calls, $call_ns) = $err =~
+	  /plan node 1: ([0-9.]+) ns of timing seen by what encloses it: ([0-9.]+) timed calls at ([0-9.]+) ns, ([0-9.]+) probes at ([0-9.]+) ns, ([0-9.]+) calls at ([0-9.]+) ns for the countdown, 0 ns from below/;
+	ok(defined $passed, 'the scan says what its timing passes to the Aggregate')
+	  or diag($err);
+	SKIP:
+	{
+		skip 'no figures to check', 3 unless defined $passed;
+		cmp_ok($probes, '>', 0, "the scan probed ($probes probes in $calls calls)");
+		# rounding: two decimals of ns for each of a million calls
+		my $sum = $timed * $figure + $probes * $probe_ns + $calls * $call_ns;
+		my $slack = 0.005 * ($timed + $probes + $calls) + 1;
+		ok(abs($passed - $sum) <= $slack,
+			"it passes its timed calls, probes and countdown: $passed ns, "
+			  . sprintf('%.0f from the parts', $sum));
+		# the Aggregate's own two calls cost well under a microsecond each;
+		# overhead_ms has three decimals
+		my $agg_ns = $out * 1e6;
+		ok($agg_ns >= $passed - 500 && $agg_ns <= $passed + 5000,
+			"the Aggregate's estimate holds all of it: $out ms for $passed ns passed up");
+	}
+}
 
 # A scan that keeps 1 row in 200, at random: each call reads a stretch
 # of rows of random length, so its spans are microseconds wide and vary
