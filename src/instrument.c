@@ -1062,8 +1062,8 @@ ts_probe_end(TsInstrumentation *ti)
  * the first call's wrapper returns and before the last call's is entered,
  * so that both kinds of span hold the same code but for the middle calls'
  * wrapper; the middle calls' bookkeeping is the same for both kinds too.
- * A middle call returning no tuple ends the probe, of either kind, without
- * a span.  The first and last calls' durations, what the timer adds to the
+ * A first or middle call returning no tuple ends the probe, of either
+ * kind, without a span.  The first and last calls' durations, what the timer adds to the
  * loop's counter, stand for the bare calls between them.
  */
 static pg_noinline TupleTableSlot *
@@ -1090,6 +1090,17 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 
 				ti->probes += 1.0;
 				slot = ts_probe_timed(node, timer, &ns);
+				if (unlikely(TupIsNull(slot)))
+				{
+					/*
+					 * The loop's end: none of the probe's calls can follow.
+					 * Waiting for the next loop instead would start a probe
+					 * on every call of a node whose loops are one call long
+					 * (an inner index scan that finds nothing).
+					 */
+					ts_probe_end(ti);
+					return slot;
+				}
 				ti->probe_first_ns = loop_first ? -1.0 : ns;
 				ti->probe_mark_ns = TS_NODE_COUNTER_NS(&ti->instr);
 				ti->probe_mark = ts_clock_read(clock);
@@ -1696,20 +1707,31 @@ typedef struct TsProbeCost
 
 static TsProbeCost ts_probe_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
 
-/* calls of each loop of a batch: a probe comes every TS_PROBE_GAP_MIN */
+/* calls of each loop of a batch */
 #define TS_CAL_PROBE_CALLS	(2 * TS_CAL_CALLS)
+
+/* the loops of ts_cal_measure_probe */
+typedef enum TsCalProbeLoop
+{
+	TS_CAL_EXACT,				/* the exact wrapper */
+	TS_CAL_IDLE,				/* the probed one, its countdown never ending */
+	TS_CAL_BUSY,				/* the probed one, probing */
+	TS_CAL_LOOPS
+} TsCalProbeLoop;
 
 /*
  * Time, in several batches, TS_CAL_PROBE_CALLS calls of the calibration
  * node (each followed by its parent's work, as in ts_cal_measure) through
- * the exact wrapper "timer", through the probed wrapper "probed" with a
- * countdown that never ends ("idle"), and through it probing as a node
- * does early in its life ("busy"), the three in a rotating order so that
- * none always runs first.  Idle less exact is the countdown.  Busy less
- * idle is the probes' work less what their bare calls saved, each a timed
- * call's cost ("timed_ns", from ts_cal_measure): so each probe's cost is
- * that difference, plus the savings, over the probes.  Medians of the
- * batches' figures, as there.
+ * each of the loops above, in a rotating order so that none always runs
+ * first; the busy loop probes as a young node does.  Idle less exact is
+ * the countdown.  Busy less idle is the probes' work less what their bare
+ * calls saved; so each probe's cost is that difference, plus the savings,
+ * over the probes.  A bare call saves what a timed one costs beyond it
+ * where probes run it, from a call of ts_probe_call: the calibration
+ * node's own spans measure that, as a plan node's do (insitu.h), and the
+ * calibrated cost of a timed call ("timed_ns", ts_cal_measure's, from a
+ * plain loop) stands in only if they did not measure it precisely.
+ * Medians of the batches' figures, as there.
  */
 static void
 ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
@@ -1720,7 +1742,14 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 	Instrumentation *flags = TS_INSTR_FLAGS(&ti->instr);
 	double		per_call[TS_CAL_BATCHES];
 	double		per_probe[TS_CAL_BATCHES];
+	double		busy_less_idle[TS_CAL_BATCHES];
+	double		bare[TS_CAL_BATCHES];
+	double		probes[TS_CAL_BATCHES];
 	double		probes_seen = 0;
+	double		saving = timed_ns;
+	double		span_cost;
+	double		span_se;
+	bool		in_context = false;
 	uint64		saved_calls = ts_pending_calls;
 
 	flags->need_timer = true;
@@ -1732,13 +1761,11 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 
 	for (int b = 0; b < TS_CAL_BATCHES; b++)
 	{
-		double		loop_ns[3] = {0, 0, 0};
-		double		probes = 0;
-		double		bare = 0;
+		double		loop_ns[TS_CAL_LOOPS];
 
-		for (int k = 0; k < 3; k++)
+		for (int k = 0; k < TS_CAL_LOOPS; k++)
 		{
-			int			which = (b + k) % 3;	/* 0 exact, 1 idle, 2 busy */
+			TsCalProbeLoop which = (TsCalProbeLoop) ((b + k) % TS_CAL_LOOPS);
 			uint64		t0,
 						t1;
 
@@ -1750,9 +1777,9 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 			ti->probe_pending = 0;
 			ti->bare_calls = 0;
 			ti->probes = 0;
-			ti->countdown = which == 1 ? PG_INT64_MAX :
+			ti->countdown = which == TS_CAL_IDLE ? PG_INT64_MAX :
 				ts_probe_gap(TS_PROBE_GAP_MIN, ts_rng_uniform());
-			ps->ExecProcNode = which == 0 ? timer : probed;
+			ps->ExecProcNode = which == TS_CAL_EXACT ? timer : probed;
 
 			t0 = tsclock_system_ns();
 			for (int i = 0; i < TS_CAL_PROBE_CALLS; i++)
@@ -1762,18 +1789,28 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 			}
 			t1 = tsclock_system_ns();
 			loop_ns[which] = (double) (t1 - t0);
-			if (which == 2)
+			if (which == TS_CAL_BUSY)
 			{
-				probes = ti->probes;
-				bare = ti->bare_calls + ti->probe_pending;
+				probes[b] = ti->probes;
+				bare[b] = ti->bare_calls + ti->probe_pending;
 			}
 		}
-		per_call[b] = (loop_ns[1] - loop_ns[0]) / TS_CAL_PROBE_CALLS;
-		per_probe[b] = probes > 0 ?
-			(loop_ns[2] - loop_ns[1] + bare * timed_ns) / probes : 0;
-		probes_seen += probes;
+		per_call[b] = (loop_ns[TS_CAL_IDLE] - loop_ns[TS_CAL_EXACT]) /
+			TS_CAL_PROBE_CALLS;
+		busy_less_idle[b] = loop_ns[TS_CAL_BUSY] - loop_ns[TS_CAL_IDLE];
+		probes_seen += probes[b];
 	}
 	ts_pending_calls = saved_calls;
+
+	if (ts_span_cost(&ti->spans, &span_cost, &span_se) &&
+		ts_span_cost_precise(span_se, timed_ns))
+	{
+		saving = Max(span_cost, 0.0);
+		in_context = true;
+	}
+	for (int b = 0; b < TS_CAL_BATCHES; b++)
+		per_probe[b] = probes[b] > 0 ?
+			(busy_less_idle[b] + bare[b] * saving) / probes[b] : 0;
 
 	pc->call_ns = Max(ts_median(per_call, TS_CAL_BATCHES), 0.0);
 	pc->probe_ns = Max(ts_median(per_probe, TS_CAL_BATCHES), 0.0);
@@ -1781,9 +1818,11 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 	pfree(ps);
 	pfree(ti);
 	ereport(DEBUG3,
-			(errmsg_internal("timing_source: probing: %.2f ns a probe beyond its calls, %.2f ns a call for the countdown (%.0f probes in %d batches)",
+			(errmsg_internal("timing_source: probing: %.2f ns a probe beyond its calls, %.2f ns a call for the countdown (%.0f probes in %d batches; a bare call saved %.2f ns, %s)",
 							 pc->probe_ns, pc->call_ns, probes_seen,
-							 TS_CAL_BATCHES)));
+							 TS_CAL_BATCHES, saving,
+							 in_context ? "measured by the probes" :
+							 "calibrated")));
 }
 
 /* A bound query's settings, for its overhead estimate and EXPLAIN */
@@ -2325,14 +2364,14 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 		TsWorkerInstr *w = node->worker_instrument;
 		double		wtuples = 0;
 		double		wcalls = 0;
+		ExecProcNodeMtd wrappers[] = {plan->set->timer, plan->set->full,
+		plan->set->wide};
 
 		ti = (TsInstrumentation *) instr;
 		while (ts_wrapper_sets[set_index] != plan->set)
 			set_index++;
 		if (!ts_wrapper_cost[set_index][usage].measured)
 		{
-			ExecProcNodeMtd wrappers[] = {plan->set->timer, plan->set->full,
-			plan->set->wide};
 			ExecProcNodeMtd rows[] = {ts_exec_proc_node_rows,
 				ts_exec_proc_node_rows_full,
 			TS_WIDE(ts_exec_proc_node_rows_wide)};
@@ -2365,13 +2404,11 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 
 			if (!pc->measured)
 			{
-				ExecProcNodeMtd timers[] = {plan->set->timer, plan->set->full,
-				plan->set->wide};
 				ExecProcNodeMtd probed[] = {plan->set->probed,
 					plan->set->probed_full,
 				plan->set->probed_wide};
 
-				ts_cal_measure_probe(timers[usage], probed[usage],
+				ts_cal_measure_probe(wrappers[usage], probed[usage],
 									 usage != TS_USAGE_NONE,
 									 cost->inside_ns + cost->outside_ns, pc);
 			}
