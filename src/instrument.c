@@ -1576,6 +1576,25 @@ ts_cal_node(PlanState *node)
 	return &ts_cal_slot;
 }
 
+/*
+ * A plan state for the calibration node, timed as a node with (or
+ * without) buffer usage is; *ti is its instrumentation.  Both are the
+ * caller's to free.
+ */
+static PlanState *
+ts_cal_plan_state(bool usage, TsInstrumentation **ti)
+{
+	PlanState  *ps = palloc0(sizeof(PlanState));
+
+	*ti = palloc0(sizeof(TsInstrumentation));
+	TS_INSTR_FLAGS(&(*ti)->instr)->need_timer = true;
+	TS_INSTR_FLAGS(&(*ti)->instr)->need_bufusage = usage;
+	(*ti)->weight = 1;
+	ps->instrument = &(*ti)->instr;
+	ps->ExecProcNodeReal = ts_cal_node;
+	return ps;
+}
+
 static double
 ts_median(double *v, int n)
 {
@@ -1605,9 +1624,8 @@ static void
 ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 			   TsCallCost *cost)
 {
-	TsInstrumentation *ti = palloc0(sizeof(TsInstrumentation));
-	PlanState  *ps = palloc0(sizeof(PlanState));
-	Instrumentation *flags = TS_INSTR_FLAGS(&ti->instr);
+	TsInstrumentation *ti;
+	PlanState  *ps = ts_cal_plan_state(usage, &ti);
 	double		direct[TS_CAL_BATCHES];
 	double		wrapped[TS_CAL_BATCHES];
 	double		inside[TS_CAL_BATCHES];
@@ -1615,12 +1633,7 @@ ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
 	uint64		saved_calls = ts_pending_calls;
 	double		d;
 
-	flags->need_timer = true;
-	flags->need_bufusage = usage;
-	ps->instrument = &ti->instr;
-	ps->ExecProcNodeReal = ts_cal_node;
 	ps->ExecProcNode = wrapper;
-	ti->weight = 1;
 
 	for (int b = 0; b < TS_CAL_BATCHES; b++)
 	{
@@ -1737,9 +1750,8 @@ static void
 ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 					 bool usage, double timed_ns, TsProbeCost *pc)
 {
-	TsInstrumentation *ti = palloc0(sizeof(TsInstrumentation));
-	PlanState  *ps = palloc0(sizeof(PlanState));
-	Instrumentation *flags = TS_INSTR_FLAGS(&ti->instr);
+	TsInstrumentation *ti;
+	PlanState  *ps = ts_cal_plan_state(usage, &ti);
 	double		per_call[TS_CAL_BATCHES];
 	double		per_probe[TS_CAL_BATCHES];
 	double		busy_less_idle[TS_CAL_BATCHES];
@@ -1752,11 +1764,6 @@ ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
 	bool		in_context = false;
 	uint64		saved_calls = ts_pending_calls;
 
-	flags->need_timer = true;
-	flags->need_bufusage = usage;
-	ps->instrument = &ti->instr;
-	ps->ExecProcNodeReal = ts_cal_node;
-	ti->weight = 1;
 	ti->probed = true;
 
 	for (int b = 0; b < TS_CAL_BATCHES; b++)
