@@ -1063,8 +1063,9 @@ ts_probe_end(TsInstrumentation *ti)
  * so that both kinds of span hold the same code but for the middle calls'
  * wrapper; the middle calls' bookkeeping is the same for both kinds too.
  * A first or middle call returning no tuple ends the probe, of either
- * kind, without a span.  The first and last calls' durations, what the timer adds to the
- * loop's counter, stand for the bare calls between them.
+ * kind, without a span.  The first and last calls' durations, what the
+ * timer adds to the loop's counter, stand for the bare calls between
+ * them.
  */
 static pg_noinline TupleTableSlot *
 ts_probe_call(PlanState *node, TimingClockSource clock,
@@ -1615,8 +1616,9 @@ ts_median(double *v, int n)
  * through "rows" (the same wrapper without a clock: what TIMING OFF runs)
  * and through "wrapper" (NULL: core's InstrStartNode/InstrStopNode around
  * it), in several batches, and keep the medians of each batch's
- * differences: a batch that was preempted does not move them.  The cost is timing's: what the timed
- * wrapper costs beyond the clock-less one.  Between two calls the
+ * differences: a batch that was preempted does not move them.  The cost
+ * is timing's: what the timed wrapper costs beyond the clock-less one.
+ * Between two calls the
  * calibration node's work runs once more, as a parent's would: one call's
  * last read does not meet the next call's first.
  */
