@@ -1618,9 +1618,9 @@ ts_median(double *v, int n)
  * it), in several batches, and keep the medians of each batch's
  * differences: a batch that was preempted does not move them.  The cost
  * is timing's: what the timed wrapper costs beyond the clock-less one.
- * Between two calls the
- * calibration node's work runs once more, as a parent's would: one call's
- * last read does not meet the next call's first.
+ * Between two calls the calibration node's work runs once more, as a
+ * parent's would: one call's last read does not meet the next call's
+ * first.
  */
 static void
 ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,

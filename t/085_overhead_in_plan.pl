@@ -106,6 +106,16 @@ sub measured
 	return ();
 }
 
+# what plan node $id passes up, from the DEBUG2 text $text: (passed,
+# timed calls, figure, probes, probe ns, calls, countdown ns, from below)
+# or ()
+sub passed_up
+{
+	my ($text, $id) = @_;
+	return $text =~
+	  /plan node $id: ([0-9.]+) ns of timing seen by what encloses it: ([0-9.]+) timed calls at ([0-9.]+) ns, ([0-9.]+) probes at ([0-9.]+) ns, ([0-9.]+) calls at ([0-9.]+) ns for the countdown, ([0-9.]+) ns from below/;
+}
+
 # every node's (id-less) rows and loops, depth first
 sub shape
 {
@@ -160,9 +170,9 @@ is($plan_figure, $cost,
 		SET client_min_messages = debug2;
 		SELECT overhead_ms FROM timing_source_explain_nodes('$count', 1) WHERE node_id = 1;
 	}, stdout => \$out, stderr => \$err, on_error_die => 1);
-	my ($passed, $timed, $figure, $probes, $probe_ns, $calls, $call_ns) = $err =~
-	  /plan node 1: ([0-9.]+) ns of timing seen by what encloses it: ([0-9.]+) timed calls at ([0-9.]+) ns, ([0-9.]+) probes at ([0-9.]+) ns, ([0-9.]+) calls at ([0-9.]+) ns for the countdown, 0 ns from below/;
-	ok(defined $passed, 'the scan says what its timing passes to the Aggregate')
+	my ($passed, $timed, $figure, $probes, $probe_ns, $calls, $call_ns, $below) =
+	  passed_up($err, 1);
+	ok(defined $passed && $below == 0, 'the scan says what its timing passes to the Aggregate')
 	  or diag($err);
 	SKIP:
 	{
@@ -195,8 +205,7 @@ is($plan_figure, $cost,
 		'SELECT count(*) FROM outer_t o WHERE NOT EXISTS (SELECT 1 FROM inner_idx i WHERE i.g = o.g + 1000)',
 		'on', $nested_settings);
 	my $all = join("\n", @$lines);
-	my ($probes, $calls) = $all =~
-	  /plan node 3: [0-9.]+ ns of timing seen by what encloses it: [0-9.]+ timed calls at [0-9.]+ ns, ([0-9.]+) probes at [0-9.]+ ns, ([0-9.]+) calls at/;
+	my (undef, undef, undef, $probes, undef, $calls) = passed_up($all, 3);
 	ok(defined $probes && $calls == 200 && $probes < $calls / 4,
 		'the index scan of one-call loops probes now and then: '
 		  . ($probes // 'no') . ' probes in ' . ($calls // 'no') . ' calls')
