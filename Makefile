@@ -18,6 +18,7 @@ OBJS = \
 	src/diagnostics.o \
 	src/explain.o \
 	src/instrument.o \
+	src/overhead.o \
 	src/plan_nodes.o \
 	src/planid.o \
 	src/profile.o \

@@ -61,14 +61,15 @@
  * core's ticks unconverted.  Which clock a wrapper reads and how it adds
  * an interval is in instrument.h; what each clock needs per query beyond
  * the wrappers is in watchdog.c (the extension's TSC) and rebase.c
- * (core's clock).
+ * (core's clock).  What the timing itself costs each node, and its
+ * subtraction (timing_source.subtract_overhead), is in overhead.c, which
+ * shares the node's state with this file through instrument_private.h.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "insitu.h"
-#include "instrument.h"
+#include "instrument_private.h"
 #include "profile.h"
 #include "track.h"
 #include "usage_snap.h"
@@ -76,10 +77,6 @@
 #ifdef TS_HAVE_NODE_WRAPPERS
 
 #include <math.h>
-#ifdef __linux__
-#include <sched.h>
-#endif
-#include <unistd.h>
 
 #include "access/parallel.h"
 #include "executor/executor.h"
@@ -97,142 +94,10 @@ static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
  * them to the shared count (at ExecutorEnd): one increment per call here,
  * one atomic add per query there.
  */
-static uint64 ts_pending_calls = 0;
+uint64		ts_pending_calls = 0;
 
 /* Core's static ExecProcNodeFirst, learned in ts_instrument_init() */
 static ExecProcNodeMtd ts_core_first = NULL;
-
-/* Where a node is in a probe (insitu.h): the call that comes next */
-typedef enum TsProbeStage
-{
-	TS_PROBE_FIRST,				/* the first call: a reading after it */
-	TS_PROBE_MIDDLE,			/* the middle calls: timed or bare */
-	TS_PROBE_LAST				/* the last call: a reading before it */
-} TsProbeStage;
-
-/*
- * Sampled timing (timing_source.sample_every = N > 1).  A sampled node's
- * Instrumentation is replaced at bind time by this larger struct, core's
- * part first, so that core keeps using it as before.  Each node times the
- * first call of every loop (so startup times stay exact) and, in addition,
- * each other call independently with a known probability: 1 for the
- * node's first few, falling to 1/N (the warm-up, ts_warm_weight).  The
- * gap to the next timed call is drawn from the geometric distribution, so
- * no periodic workload can alias with the choice.  A call timed with
- * probability 1/w adds w times its duration (the Horvitz-Thompson
- * estimator: unbiased for the node's total whatever the distribution of
- * call durations); untimed calls read no clock.
- *
- * A sampled call's two reads are fenced: each waits for the instructions
- * before it and holds back those after it.  Unfenced, as exact timing
- * reads (and core does), a read can run ahead of work still pending from
- * before it or before the call's own last loads complete; over every call
- * of a node that skew cancels out between neighbours, but a sampled call
- * is not like the others: it follows a mispredicted branch and the drawing
- * of the next gap, and without fences such calls measured about half as
- * long as the calls around them (docs/internals.md), an estimate biased
- * low by as much.  The fences cost a few dozen cycles on 1 in N
- * calls.
- *
- * The estimator's variance is that of its rare slow calls times N: a
- * sampled call that was preempted (common with more busy processes than
- * CPUs, parallel workers included) counts its preemption N times.  So
- * after each sampled call the node's estimate, all its loops so far, is
- * capped at the wall time since its first call began, which no node can
- * exceed: an estimate may still be high, but never longer than the node
- * has been running.  Not each loop at its own wall time: a loop of fewer
- * calls than N runs for less than one sampled call counts, so such a cap
- * would cut nearly every sampled call of a node whose loops are short (an
- * inner index scan of a few rows a loop), an estimate biased low by most
- * of what its calls after the first take.
- */
-typedef struct TsInstrumentation
-{
-	TsNodeInstr instr;			/* core's, must be first */
-	uint64		weight;			/* N: the weight once warmed up */
-	int64		countdown;		/* calls until the next candidate */
-	uint64		gap_weight;		/* 1 / the probability the gap to that
-								 * candidate was drawn at */
-	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap at N */
-	int64		node_start;		/* clock reading at the node's first call,
-								 * 0 before it */
-	double		prev_loops_ns;	/* the estimate of the loops before this one */
-	/* for the estimate's variance, updated on sampled calls only: */
-	uint64		sampled;		/* calls timed at a weight above 1 */
-	uint64		warm;			/* calls after the first of their loop
-								 * timed at weight 1 (the warm-up) */
-	double		var_ns2;		/* sum over sampled calls of w (w - 1) x^2,
-								 * ns^2: the variance estimate */
-	int64		gap_sum;		/* sum of all gaps drawn: minus countdown,
-								 * the number of calls that could be sampled */
-	double		capped_ns;		/* what the caps took off the estimate */
-
-	/*
-	 * The check of sampled estimates (timing_source_explain_nodes_check):
-	 * every call is timed as well, its ticks summed here, so that the
-	 * estimate can be set against the same run's exact total
-	 */
-	bool		checked;
-	TimingClockSource check_clock;
-	int64		check_ticks;
-
-	/*
-	 * Exact timing: calls that returned no tuple (once per completed loop,
-	 * so counting them is off the hot path), which with the tuples gives
-	 * the calls this process made; the overhead estimate once made.
-	 */
-	double		nulls;
-	int64		null_ticks;		/* the clock's ticks of those after the
-								 * first call of their loop */
-	double		null_timed;		/* and how many they were */
-	double		overhead_ns;	/* < 0: not estimated yet */
-	bool		subtracted;		/* removed from total and startup */
-
-	/*
-	 * Exact timing with timing_source.subtract_overhead: the probes that
-	 * measure what a timed call costs in this plan (insitu.h).  countdown
-	 * counts the calls to the next probe; a probe's calls are its stages.
-	 * The calls run without reads are counted, and each is given the mean
-	 * of its probe's timed first and last calls (ts_bare_imputed), or,
-	 * lacking both, the node's mean timed call when the estimate is made.
-	 */
-	bool		probed;
-	TsProbeStage probe_stage;
-	bool		probe_bare;		/* the middle calls run without reads */
-	int			probe_left;		/* middle calls still to run */
-	int64		probe_mark;		/* the reading after the probe's first call */
-	double		probe_mark_ns;	/* and the node's counter then */
-	double		probe_first_ns; /* its first call's duration, < 0: none */
-	double		probe_pending;	/* its bare calls, not yet given a length */
-	double		bare_calls;
-	double		bare_ns;		/* the length given to bare calls so far */
-	double		bare_orphans;	/* bare calls whose probe had no neighbour */
-	double		probes;			/* probes begun */
-	bool		imputed;		/* bare calls added to the total */
-	TsSpanStats spans;
-	double		call_ns;		/* the cost the probes measured, < 0: none */
-	bool		call_pooled;	/* that of the plan's other nodes */
-
-	/*
-	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
-	 * calls only, a sampled call's difference counting N times
-	 */
-	bool		usage_sampled;
-
-	/*
-	 * A profiled run (profile.h): the timer's ticks while one of this
-	 * node's calls (or core's start/stop pair) was open
-	 */
-	uint64		profile_hits;
-
-	/*
-	 * The counters as a timed call began: here rather than on the stack,
-	 * which would give every call a larger frame and a stack-protector
-	 * check.  A scan node's calls never nest.
-	 */
-	BufferUsage bufusage_start;
-	WalUsage	walusage_start;
-} TsInstrumentation;
 
 static uint64 ts_rng_state = 0;
 static int	ts_rng_pid = 0;
@@ -264,7 +129,7 @@ ts_rng_seed(void)
 }
 
 /* uniform in (0, 1] */
-static inline double
+double
 ts_rng_uniform(void)
 {
 	return ((double) (ts_rng_next() >> 11) + 1.0) *
@@ -438,25 +303,6 @@ ts_usage_changed(const void *now, const void *start, size_t size)
 		diff |= a[i] ^ b[i];
 	return diff != 0;
 }
-
-/*
- * How a wrapper keeps buffer/WAL usage: not at all (and no async mode),
- * with plain copies and comparisons, or with AVX2 ("wide").
- *
- * The copy and comparison above are what keeping usage costs per call;
- * compiled for the x86-64 baseline they are 16-byte moves.  The wide
- * wrappers are the same code compiled for AVX2, with the 32-byte snapshots
- * of usage_snap.h, which take half the instructions; they are chosen per
- * node (ts_node_usage) where the CPU and the kernel support it
- * (ts_instrument_init).  docs/benchmark.md has the measured costs.
- */
-typedef enum TsUsage
-{
-	TS_USAGE_NONE,
-	TS_USAGE_FULL,
-	TS_USAGE_WIDE,
-	TS_USAGE_SAMPLED			/* on timed calls only (see below) */
-} TsUsage;
 
 /*
  * timing_source.sample_buffers: a sampled scan node keeps usage only on
@@ -766,7 +612,7 @@ ts_exec_proc_node_body(PlanState *node, TsTiming timing,
  * alone handles async mode).  Fixed when the node is initialized, so the
  * bind walker can count what the first call will choose.
  */
-static inline TsUsage
+TsUsage
 ts_node_usage(TsNodeInstr *instr)
 {
 	Instrumentation *flags = TS_INSTR_FLAGS(instr);
@@ -808,28 +654,6 @@ ts_first_call(PlanState *node, ExecProcNodeMtd lean, ExecProcNodeMtd full,
 
 	return node->ExecProcNode(node);
 }
-
-/* The wrappers of one clock, and the first-call functions that pick them */
-typedef struct TsWrapperSet
-{
-	TimingClockSource clock;	/* the clock they read */
-	ExecProcNodeMtd first;		/* every call timed */
-	ExecProcNodeMtd timer;		/* its variants */
-	ExecProcNodeMtd full;
-	ExecProcNodeMtd wide;
-	ExecProcNodeMtd first_sampled;	/* timing_source.sample_every > 1 */
-	ExecProcNodeMtd sampled;
-	ExecProcNodeMtd sampled_full;
-	ExecProcNodeMtd sampled_wide;
-	ExecProcNodeMtd first_sampled_usage;	/* and sample_buffers */
-	ExecProcNodeMtd sampled_usage;
-	ExecProcNodeMtd first_check;	/* sampled, checked */
-	ExecProcNodeMtd check;
-	ExecProcNodeMtd first_probed;	/* every call timed, with probes */
-	ExecProcNodeMtd probed;
-	ExecProcNodeMtd probed_full;
-	ExecProcNodeMtd probed_wide;
-} TsWrapperSet;
 
 #define TS_WRAPPER(name, timing, clock, usage) \
 static TS_WRAPPER_TARGET_##usage TupleTableSlot * \
@@ -997,7 +821,7 @@ ts_probe_close(TsInstrumentation *ti, double ns, double orphans)
 }
 
 /* give the bare calls of the probe under way their length (insitu.h) */
-static void
+void
 ts_probe_settle(TsInstrumentation *ti, double last_ns)
 {
 	double		ns;
@@ -1168,6 +992,54 @@ static const TsWrapperSet *const ts_wrapper_sets[] = {
 #endif
 };
 
+StaticAssertDecl(lengthof(ts_wrapper_sets) == TS_WRAPPER_SETS,
+				 "TS_WRAPPER_SETS counts the wrapper sets built");
+
+/* a set's place in ts_wrapper_sets, for what is kept per set */
+int
+ts_wrapper_set_index(const TsWrapperSet *set)
+{
+	for (int i = 0; i < lengthof(ts_wrapper_sets); i++)
+	{
+		if (ts_wrapper_sets[i] == set)
+			return i;
+	}
+	elog(ERROR, "timing_source: unknown set of node wrappers");
+	return -1;
+}
+
+/*
+ * The set's exact and probed wrappers of one usage variant, and the
+ * clock-less one of the same variant
+ */
+void
+ts_variant_wrappers(const TsWrapperSet *set, TsUsage usage,
+					TsVariantWrappers *w)
+{
+	switch (usage)
+	{
+		case TS_USAGE_NONE:
+			w->timer = set->timer;
+			w->probed = set->probed;
+			w->rows = ts_exec_proc_node_rows;
+			return;
+		case TS_USAGE_FULL:
+			w->timer = set->full;
+			w->probed = set->probed_full;
+			w->rows = ts_exec_proc_node_rows_full;
+			return;
+		case TS_USAGE_WIDE:
+			w->timer = set->wide;
+			w->probed = set->probed_wide;
+			w->rows = TS_WIDE(ts_exec_proc_node_rows_wide);
+			return;
+		case TS_USAGE_SAMPLED:
+			break;
+	}
+	elog(ERROR, "timing_source: no exact wrappers of usage variant %d",
+		 (int) usage);
+}
+
 /* The wrappers that read "clock" (ts_node_clock_choose picks only those) */
 static const TsWrapperSet *
 ts_wrappers_for(TimingClockSource clock)
@@ -1310,7 +1182,7 @@ ts_estimate_why_text(TsEstimateWhy why)
  * InstrStartNode/InstrStopNode: their ExecProcNode is never called, so
  * there is nothing to bind (and they must not be counted as bound).
  */
-static inline bool
+bool
 ts_multi_exec_node(PlanState *node)
 {
 	switch (nodeTag(node))
@@ -1512,360 +1384,10 @@ ts_bind_node(PlanState *node, void *context)
 	return planstate_tree_walker(node, ts_bind_node, context);
 }
 
-/*
- * The instrumentation's own cost (timing_source.subtract_overhead).
- *
- * An exactly timed node's total includes, per call, the part of its own
- * clock reads that falls between them, and per call of each timed node
- * beneath it everything that node's timing costs (a read pair and the
- * wrapper's bookkeeping).  Both per-call costs are measured once per
- * process and variant, the first time an estimate is needed, by running
- * the very wrapper a node runs around an empty node function (see
- * docs/internals.md for why not per query and not in the postmaster);
- * the calls come from the node's own counts.  That calibration is a model
- * of a node; where the cost is to be subtracted, each exactly timed node
- * also measures it among its own calls (insitu.h, ts_probe_apply), and a
- * node with enough probes uses its own figure.
- */
-typedef struct TsCallCost
-{
-	bool		measured;
-	double		inside_ns;		/* per call, inside the node's own interval */
-	double		outside_ns;		/* per call, seen only by what encloses it */
-} TsCallCost;
-
-#define TS_CAL_CALLS	1000
-#define TS_CAL_BATCHES	15
-
-/* [wrapper set][usage variant]; core's start/stop pair [with usage] */
-static TsCallCost ts_wrapper_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
-static TsCallCost ts_core_cost[2];
-
-static TupleTableSlot ts_cal_slot;	/* zeroed: not empty, a "tuple" */
-
-/*
- * The calibration node does per call what the cheapest real nodes do per
- * tuple: a few loads and stores that depend on each other, with branches.
- * Around an empty function the wrapper's two reads would run back to back
- * and cost what their throughput allows; around work, the CPU overlaps
- * part of them with it, as it does in a real plan.
- */
-#define TS_CAL_WORK		32
-static uint64 ts_cal_buf[4096];
-static int	ts_cal_pos = 0;
-static uint64 ts_cal_state = 1;
-
-static pg_noinline TupleTableSlot *
-ts_cal_node(PlanState *node)
-{
-	uint64		x = ts_cal_state;
-	int			p = ts_cal_pos;
-
-	for (int i = 0; i < TS_CAL_WORK; i++)
-	{
-		uint64		v = ts_cal_buf[p];
-
-		if (v & 1)
-			x += v;
-		else
-			x ^= v >> 3;
-		ts_cal_buf[p] = v + x;
-		p = (p + 7) & (lengthof(ts_cal_buf) - 1);
-	}
-	ts_cal_pos = p;
-	ts_cal_state = x;
-	return &ts_cal_slot;
-}
-
-/*
- * A plan state for the calibration node, timed as a node with (or
- * without) buffer usage is; *ti is its instrumentation.  Both are the
- * caller's to free.
- */
-static PlanState *
-ts_cal_plan_state(bool usage, TsInstrumentation **ti)
-{
-	PlanState  *ps = palloc0(sizeof(PlanState));
-
-	*ti = palloc0(sizeof(TsInstrumentation));
-	TS_INSTR_FLAGS(&(*ti)->instr)->need_timer = true;
-	TS_INSTR_FLAGS(&(*ti)->instr)->need_bufusage = usage;
-	(*ti)->weight = 1;
-	ps->instrument = &(*ti)->instr;
-	ps->ExecProcNodeReal = ts_cal_node;
-	return ps;
-}
-
-static double
-ts_median(double *v, int n)
-{
-	/* insertion sort: a handful of values */
-	for (int i = 1; i < n; i++)
-		for (int j = i; j > 0 && v[j - 1] > v[j]; j--)
-		{
-			double		t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	return v[n / 2];
-}
-
-/*
- * Time TS_CAL_CALLS calls of the calibration node, called directly,
- * through "rows" (the same wrapper without a clock: what TIMING OFF runs)
- * and through "wrapper" (NULL: core's InstrStartNode/InstrStopNode around
- * it), in several batches, and keep the medians of each batch's
- * differences: a batch that was preempted does not move them.  The cost
- * is timing's: what the timed wrapper costs beyond the clock-less one.
- * Between two calls the calibration node's work runs once more, as a
- * parent's would: one call's last read does not meet the next call's
- * first.
- */
-static void
-ts_cal_measure(ExecProcNodeMtd wrapper, ExecProcNodeMtd rows, bool usage,
-			   TsCallCost *cost)
-{
-	TsInstrumentation *ti;
-	PlanState  *ps = ts_cal_plan_state(usage, &ti);
-	double		direct[TS_CAL_BATCHES];
-	double		wrapped[TS_CAL_BATCHES];
-	double		inside[TS_CAL_BATCHES];
-	double		base[TS_CAL_BATCHES];
-	uint64		saved_calls = ts_pending_calls;
-	double		d;
-
-	ps->ExecProcNode = wrapper;
-
-	for (int b = 0; b < TS_CAL_BATCHES; b++)
-	{
-		uint64		t0,
-					t1;
-
-		t0 = tsclock_system_ns();
-		for (int i = 0; i < TS_CAL_CALLS; i++)
-			(void) ps->ExecProcNodeReal(ps);
-		t1 = tsclock_system_ns();
-		direct[b] = (double) (t1 - t0) / TS_CAL_CALLS;
-
-		/* the reference: each call followed by its parent's work */
-		t0 = tsclock_system_ns();
-		for (int i = 0; i < TS_CAL_CALLS; i++)
-		{
-			(void) (rows != NULL ? rows(ps) : ps->ExecProcNodeReal(ps));
-			(void) ts_cal_node(NULL);
-		}
-		t1 = tsclock_system_ns();
-		base[b] = (double) (t1 - t0) / TS_CAL_CALLS;
-
-		INSTR_TIME_SET_ZERO(ti->instr.counter);
-		ti->instr.running = false;
-		t0 = tsclock_system_ns();
-		if (wrapper != NULL)
-		{
-			for (int i = 0; i < TS_CAL_CALLS; i++)
-			{
-				(void) ps->ExecProcNode(ps);
-				(void) ts_cal_node(NULL);
-			}
-		}
-		else
-		{
-			for (int i = 0; i < TS_CAL_CALLS; i++)
-			{
-				InstrStartNode(&ti->instr);
-				(void) ps->ExecProcNodeReal(ps);
-				InstrStopNode(&ti->instr, 1.0);
-				(void) ts_cal_node(NULL);
-			}
-		}
-		t1 = tsclock_system_ns();
-		wrapped[b] = (double) (t1 - t0) / TS_CAL_CALLS - base[b];
-		inside[b] = TS_NODE_COUNTER_NS(&ti->instr) / TS_CAL_CALLS - direct[b];
-	}
-	/* the calibration's calls are not the workload's */
-	ts_pending_calls = saved_calls;
-
-	/*
-	 * Each batch's differences, from loops run back to back, then their
-	 * medians: a slow stretch of the machine moves a batch's loops alike.
-	 */
-	d = ts_median(direct, TS_CAL_BATCHES);
-	cost->inside_ns = Max(ts_median(inside, TS_CAL_BATCHES), 0.0);
-	cost->outside_ns = Max(ts_median(wrapped, TS_CAL_BATCHES) -
-						   cost->inside_ns, 0.0);
-	cost->measured = true;
-	pfree(ps);
-	pfree(ti);
-	ereport(DEBUG3,
-			(errmsg_internal("timing_source: %s per call: %.2f ns inside the node's interval, %.2f ns outside (%.2f direct)",
-							 wrapper == NULL ? "core's node timing" : "the node wrappers' timing",
-							 cost->inside_ns, cost->outside_ns, d)));
-}
-
-/*
- * What probing itself costs (timing_source.subtract_overhead), beyond the
- * timed calls the estimate counts: every call of a probed node passes a
- * countdown, and every probe runs its calls through an out-of-line
- * function that reads the clock twice more, draws a random number and
- * keeps its statistics.  That work falls between the node's calls, so
- * only what encloses the node sees it; counted nowhere, it stayed in the
- * parents' subtracted totals, most in plans of many short loops, whose
- * nodes probe most often (docs/internals.md).
- */
-typedef struct TsProbeCost
-{
-	bool		measured;
-	double		call_ns;		/* per call: the countdown */
-	double		probe_ns;		/* per probe, beyond its calls' own cost */
-} TsProbeCost;
-
-static TsProbeCost ts_probe_cost[lengthof(ts_wrapper_sets)][TS_USAGE_WIDE + 1];
-
-/* calls of each loop of a batch */
-#define TS_CAL_PROBE_CALLS	(2 * TS_CAL_CALLS)
-
-/* the loops of ts_cal_measure_probe */
-typedef enum TsCalProbeLoop
-{
-	TS_CAL_EXACT,				/* the exact wrapper */
-	TS_CAL_IDLE,				/* the probed one, its countdown never ending */
-	TS_CAL_BUSY,				/* the probed one, probing */
-	TS_CAL_LOOPS
-} TsCalProbeLoop;
-
-/*
- * Time, in several batches, TS_CAL_PROBE_CALLS calls of the calibration
- * node (each followed by its parent's work, as in ts_cal_measure) through
- * each of the loops above, in a rotating order so that none always runs
- * first; the busy loop probes as a young node does.  Idle less exact is
- * the countdown.  Busy less idle is the probes' work less what their bare
- * calls saved; so each probe's cost is that difference, plus the savings,
- * over the probes.  A bare call saves what a timed one costs beyond it
- * where probes run it, from a call of ts_probe_call: the calibration
- * node's own spans measure that, as a plan node's do (insitu.h), and the
- * calibrated cost of a timed call ("timed_ns", ts_cal_measure's, from a
- * plain loop) stands in only if they did not measure it precisely.
- * Medians of the batches' figures, as there.
- */
-static void
-ts_cal_measure_probe(ExecProcNodeMtd timer, ExecProcNodeMtd probed,
-					 bool usage, double timed_ns, TsProbeCost *pc)
-{
-	TsInstrumentation *ti;
-	PlanState  *ps = ts_cal_plan_state(usage, &ti);
-	double		per_call[TS_CAL_BATCHES];
-	double		per_probe[TS_CAL_BATCHES];
-	double		busy_less_idle[TS_CAL_BATCHES];
-	double		bare[TS_CAL_BATCHES];
-	double		probes[TS_CAL_BATCHES];
-	double		probes_seen = 0;
-	double		saving = timed_ns;
-	double		span_cost;
-	double		span_se;
-	bool		in_context = false;
-	uint64		saved_calls = ts_pending_calls;
-
-	ti->probed = true;
-
-	for (int b = 0; b < TS_CAL_BATCHES; b++)
-	{
-		double		loop_ns[TS_CAL_LOOPS];
-
-		for (int k = 0; k < TS_CAL_LOOPS; k++)
-		{
-			TsCalProbeLoop which = (TsCalProbeLoop) ((b + k) % TS_CAL_LOOPS);
-			uint64		t0,
-						t1;
-
-			INSTR_TIME_SET_ZERO(ti->instr.counter);
-			ti->instr.running = false;
-			ti->instr.tuplecount = 0;
-			ti->instr.ntuples = 0;
-			ti->probe_stage = TS_PROBE_FIRST;
-			ti->probe_pending = 0;
-			ti->bare_calls = 0;
-			ti->probes = 0;
-			ti->countdown = which == TS_CAL_IDLE ? PG_INT64_MAX :
-				ts_probe_gap(TS_PROBE_GAP_MIN, ts_rng_uniform());
-			ps->ExecProcNode = which == TS_CAL_EXACT ? timer : probed;
-
-			t0 = tsclock_system_ns();
-			for (int i = 0; i < TS_CAL_PROBE_CALLS; i++)
-			{
-				(void) ps->ExecProcNode(ps);
-				(void) ts_cal_node(NULL);
-			}
-			t1 = tsclock_system_ns();
-			loop_ns[which] = (double) (t1 - t0);
-			if (which == TS_CAL_BUSY)
-			{
-				probes[b] = ti->probes;
-				bare[b] = ti->bare_calls + ti->probe_pending;
-			}
-		}
-		per_call[b] = (loop_ns[TS_CAL_IDLE] - loop_ns[TS_CAL_EXACT]) /
-			TS_CAL_PROBE_CALLS;
-		busy_less_idle[b] = loop_ns[TS_CAL_BUSY] - loop_ns[TS_CAL_IDLE];
-		probes_seen += probes[b];
-	}
-	ts_pending_calls = saved_calls;
-
-	if (ts_span_cost(&ti->spans, &span_cost, &span_se) &&
-		ts_span_cost_precise(span_se, timed_ns))
-	{
-		saving = Max(span_cost, 0.0);
-		in_context = true;
-	}
-	for (int b = 0; b < TS_CAL_BATCHES; b++)
-		per_probe[b] = probes[b] > 0 ?
-			(busy_less_idle[b] + bare[b] * saving) / probes[b] : 0;
-
-	pc->call_ns = Max(ts_median(per_call, TS_CAL_BATCHES), 0.0);
-	pc->probe_ns = Max(ts_median(per_probe, TS_CAL_BATCHES), 0.0);
-	pc->measured = true;
-	pfree(ps);
-	pfree(ti);
-	ereport(DEBUG3,
-			(errmsg_internal("timing_source: probing: %.2f ns a probe beyond its calls, %.2f ns a call for the countdown (%.0f probes in %d batches; a bare call saved %.2f ns, %s)",
-							 pc->probe_ns, pc->call_ns, probes_seen,
-							 TS_CAL_BATCHES, saving,
-							 in_context ? "measured by the probes" :
-							 "calibrated")));
-}
-
-/* A bound query's settings, for its overhead estimate and EXPLAIN */
-typedef struct TsPlanEntry
-{
-	TsQueryEntry entry;			/* must be first */
-	const TsWrapperSet *set;
-	int			sample_every;
-	bool		subtract;
-	bool		estimated;		/* the estimate has been made */
-	double		call_ns;		/* the plan's measured cost of a timed call
-								 * (its nodes' own, weighted by their
-								 * precision); < 0: none measured */
-	double		call_se;		/* its standard error */
-	List	   *moved;			/* TsMovedCost: initPlans' costs on their way
-								 * to the node that runs them */
-	struct TsPlanLinks *links;	/* where its initPlans run */
-} TsPlanEntry;
-
-/*
- * An initPlan's timing cost, to be counted by the node that runs it (its
- * first call that needs the value) rather than the one it hangs from
- */
-typedef struct TsMovedCost
-{
-	PlanState  *runner;
-	PlanState  *owner;			/* the node it hangs from */
-	double		ns;
-} TsMovedCost;
-
 static TsQueryList ts_plans;
 
 /* the entry of the query a plan state belongs to, or NULL */
-static TsPlanEntry *
+TsPlanEntry *
 ts_plan_of(PlanState *node)
 {
 	for (TsQueryEntry *e = ts_plans.head; e != NULL; e = e->next)
@@ -1877,7 +1399,7 @@ ts_plan_of(PlanState *node)
 }
 
 /* whether the node runs one of the set's exactly timing wrappers */
-static bool
+bool
 ts_is_exact(PlanState *node, const TsWrapperSet *set)
 {
 	return node->ExecProcNode == set->first ||
@@ -1888,702 +1410,6 @@ ts_is_exact(PlanState *node, const TsWrapperSet *set)
 		node->ExecProcNode == set->probed ||
 		node->ExecProcNode == set->probed_full ||
 		(set->probed_wide != NULL && node->ExecProcNode == set->probed_wide);
-}
-
-typedef struct TsOverheadWalk
-{
-	TsPlanEntry *plan;
-	bool		subtract;		/* adjust the times (else only estimate) */
-	double		below_ns;		/* what the children's timing added */
-	PlanState  *parent;			/* whose children these are */
-} TsOverheadWalk;
-
-static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
-							   bool subtract);
-
-/* the initPlan of node whose plan child is, or NULL */
-static SubPlanState *
-ts_init_plan_of(PlanState *node, PlanState *child)
-{
-	ListCell   *lc;
-
-	foreach(lc, node->initPlan)
-	{
-		if (((SubPlanState *) lfirst(lc))->planstate == child)
-			return (SubPlanState *) lfirst(lc);
-	}
-	return NULL;
-}
-
-/* the parent's initPlans are counted before the walk, where they run */
-static bool
-ts_overhead_child(PlanState *child, void *arg)
-{
-	TsOverheadWalk *w = (TsOverheadWalk *) arg;
-
-	if (child != NULL && ts_init_plan_of(w->parent, child) == NULL)
-		w->below_ns += ts_overhead_node(child, w->plan, w->subtract);
-	return false;
-}
-
-/*
- * Where initPlans run.  An initPlan runs when its value is first needed,
- * inside the call of the node whose expressions read it, which may lie
- * deep below the node it hangs from: a HAVING's subquery hangs from the
- * plan's top, above the Sort, and runs inside the Aggregate's call; a
- * CTE hangs from the top and runs inside the first CTE Scan that reads
- * it, which may itself be inside another initPlan's run.  That node's
- * calls, and those of every node above it, then hold the initPlan's run
- * and its timing.
- *
- * The readers of a value are the CTE Scans of a CTE, and the nodes whose
- * subtree reads a value (the planner's extParam) while not exactly one of
- * their children's does:
- * none, so the node reads it itself, or several, so it contains whichever
- * reads first (with exactly one, the reading is looked for below, though
- * the node may read it too).  The runner is the lowest node that contains
- * every reader, where an initPlan's plan is contained by its own runner
- * rather than by the node it hangs from; so the runners are found over a
- * few passes, each seeing the last's.  A runner not below the node the
- * initPlan hangs from is not believed: that node is used.
- */
-typedef struct TsPlanLink
-{
-	PlanState  *node;
-	int			parent;			/* its index, -1 at a root */
-	SubPlanState *init;			/* the initPlan whose plan it is, or NULL */
-	int			runner;			/* that initPlan's runner, -1 before found */
-} TsPlanLink;
-
-typedef struct TsPlanLinks
-{
-	TsPlanLink *links;
-	int			n;
-	int			size;
-	int			parent;			/* while walking */
-} TsPlanLinks;
-
-#define TS_INIT_PLAN_PASSES 3
-
-static bool
-ts_link_node(PlanState *node, void *arg)
-{
-	TsPlanLinks *l = (TsPlanLinks *) arg;
-	int			save = l->parent;
-	int			me;
-
-	if (node == NULL)
-		return false;
-	if (l->n == l->size)
-	{
-		l->size *= 2;
-		l->links = repalloc(l->links, l->size * sizeof(TsPlanLink));
-	}
-	me = l->n++;
-	l->links[me].node = node;
-	l->links[me].parent = save;
-	l->links[me].init = save >= 0 ? ts_init_plan_of(l->links[save].node, node) : NULL;
-	l->links[me].runner = -1;
-	l->parent = me;
-	(void) planstate_tree_walker(node, ts_link_node, l);
-	l->parent = save;
-	return false;
-}
-
-/* what contains a node's calls: its parent, or the runner of its initPlan */
-static int
-ts_link_up(TsPlanLinks *l, int i)
-{
-	if (l->links[i].init != NULL && l->links[i].runner >= 0)
-		return l->links[i].runner;
-	return l->links[i].parent;
-}
-
-/*
- * Whether node i reads one of params itself, or contains several readers.
- * A CTE Scan reads its CTE through cteParam, which no extParam holds (a
- * CTE is set at the level that reads it).
- */
-static bool
-ts_link_reads(TsPlanLinks *l, int i, Bitmapset *params)
-{
-	Plan	   *p = l->links[i].node->plan;
-	int			children = 0;
-
-	if (IsA(p, CteScan) && bms_is_member(((CteScan *) p)->cteParam, params))
-		return true;
-	if (!bms_overlap(p->extParam, params))
-		return false;
-	for (int j = i + 1; j < l->n; j++)
-	{
-		if (l->links[j].parent == i &&
-			bms_overlap(l->links[j].node->plan->extParam, params))
-			children++;
-	}
-	return children != 1;
-}
-
-/* the runner of the initPlan whose plan is node i (see above) */
-static int
-ts_link_runner(TsPlanLinks *l, int i)
-{
-	int			owner = l->links[i].parent;
-	Bitmapset  *params = NULL;
-	int		   *chain = palloc((l->n + 1) * sizeof(int));
-	int			len = 0;
-	int			lo = 0;
-	int			x;
-	ListCell   *lc;
-
-	foreach(lc, l->links[i].init->subplan->setParam)
-		params = bms_add_member(params, lfirst_int(lc));
-
-	for (int r = 0; r < l->n; r++)
-	{
-		int			steps = 0;
-		int			k = -1;
-
-		if (!ts_link_reads(l, r, params))
-			continue;
-		if (len == 0)
-		{
-			/* the first reader's chain up to a root */
-			for (x = r; x >= 0 && len <= l->n; x = ts_link_up(l, x))
-				chain[len++] = x;
-			continue;
-		}
-		/* the lowest node of the chain (from lo up) above this reader */
-		for (x = r; x >= 0 && k < 0 && steps <= l->n; x = ts_link_up(l, x), steps++)
-		{
-			for (int c = lo; c < len; c++)
-			{
-				if (chain[c] == x)
-				{
-					k = c;
-					break;
-				}
-			}
-		}
-		if (k < 0)
-		{
-			lo = len;
-			break;
-		}
-		lo = k;
-	}
-
-	/* believed only below (or at) the node it hangs from */
-	x = owner;
-	for (int c = lo; c < len; c++)
-	{
-		if (chain[c] == owner)
-		{
-			x = chain[lo];
-			break;
-		}
-	}
-	pfree(chain);
-	bms_free(params);
-	return x;
-}
-
-/* every initPlan's runner in the plan under top, for ts_overhead_node */
-static void
-ts_link_plan(TsPlanEntry *plan, PlanState *top)
-{
-	TsPlanLinks *l = palloc(sizeof(TsPlanLinks));
-
-	l->size = 64;
-	l->n = 0;
-	l->links = palloc(l->size * sizeof(TsPlanLink));
-	l->parent = -1;
-	(void) ts_link_node(top, l);
-	for (int pass = 0; pass < TS_INIT_PLAN_PASSES; pass++)
-	{
-		for (int i = 0; i < l->n; i++)
-		{
-			if (l->links[i].init != NULL)
-				l->links[i].runner = ts_link_runner(l, i);
-		}
-	}
-	plan->links = l;
-}
-
-/* the node that runs initPlan sps of node; node itself if not known */
-static PlanState *
-ts_init_plan_runner(TsPlanEntry *plan, PlanState *node, SubPlanState *sps)
-{
-	TsPlanLinks *l = plan->links;
-
-	if (l == NULL)
-		return node;
-	for (int i = 0; i < l->n; i++)
-	{
-		if (l->links[i].init == sps && l->links[i].runner >= 0)
-			return l->links[l->links[i].runner].node;
-	}
-	return node;
-}
-
-/*
- * The CPUs this process may run on (its affinity mask, which taskset and
- * cpusets narrow; else the online CPUs), or fewer where its cgroup's CPU
- * quota allows less time than that, once a process
- */
-static int
-ts_cpus(void)
-{
-	static int	ncpus = 0;
-
-	if (ncpus == 0)
-	{
-		int			quota = tsclock_cpu_quota();
-
-#ifdef __linux__
-		cpu_set_t	set;
-
-		if (sched_getaffinity(0, sizeof(set), &set) == 0)
-			ncpus = CPU_COUNT(&set);
-#endif
-		if (ncpus <= 0)
-			ncpus = (int) sysconf(_SC_NPROCESSORS_ONLN);
-		if (quota > 0 && (ncpus <= 0 || quota < ncpus))
-			ncpus = quota;
-		if (ncpus <= 0)
-			ncpus = 1;
-	}
-	return ncpus;
-}
-
-/*
- * Processes a node ran in: the leader if it ran there, and each worker
- * that ran it.  A Gather waits for them side by side, so what their
- * timing cost reaches it divided among them, or among the CPUs they share
- * where there are fewer: processes that take turns on a CPU stretch each
- * other's wall time by what each of them spends, timing included.
- */
-static int
-ts_participants(PlanState *node)
-{
-	TsWorkerInstr *w;
-	double		wloops = 0;
-	int			n = 0;
-
-	if (node == NULL || node->instrument == NULL)
-		return 1;
-	w = node->worker_instrument;
-	if (w != NULL)
-		for (int i = 0; i < w->num_workers; i++)
-		{
-			wloops += w->instrument[i].nloops;
-			if (w->instrument[i].nloops > 0)
-				n++;
-		}
-	if (node->instrument->nloops - wloops > 0)
-		n++;
-	return Max(n, 1);
-}
-
-/*
- * A probed node (insitu.h): its bare calls go into its total, once, each
- * as long as its probe's timed neighbours (ts_bare_imputed); those of a
- * probe without a usable neighbour (cut short by the end of its loop, or
- * the node's end) as long as the node's timed calls after the first of
- * their loops were on average (a loop's first call, a sort's or a hash's
- * whole input, is startup).  And where its probes measured what a timed
- * call cost in this plan, that figure replaces the calibration's, split
- * into the parts inside and outside the node's own interval as the
- * calibration splits its own.  Returns the calls that were timed.
- */
-static double
-ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
-			   double calls, double plan_call_ns, double plan_call_se,
-			   double *inside_ns, double *outside_ns)
-{
-	double		timed;
-	double		cal = cost->inside_ns + cost->outside_ns;
-	double		measured = 0;
-	double		se = 0;
-	bool		own;
-
-	ts_probe_settle(ti, -1.0);
-	timed = Max(calls - ti->bare_calls, 0.0);
-	if (ti->bare_calls > 0 && !ti->imputed)
-	{
-		double		total_s = ts_node_total_s(&ti->instr);
-		double		startup_s = ts_node_startup_s(&ti->instr);
-		double		later_s = Max(total_s - startup_s, 0.0);
-		double		bare_s = ti->bare_ns / 1e9;
-
-		if (ti->bare_orphans > 0 && timed > ti->instr.nloops)
-			bare_s += ti->bare_orphans * later_s / (timed - ti->instr.nloops);
-		ts_node_set_times(&ti->instr, total_s + bare_s, startup_s);
-		ti->imputed = true;
-	}
-
-	own = ts_span_cost(&ti->spans, &measured, &se);
-	if (own)
-		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: a timed call costs %.2f ns (+/- %.2f) measured in the plan, %.2f ns calibrated; %.0f timed and %.0f bare spans, %.0f left out%s",
-								 node->plan->plan_node_id, Max(measured, 0.0),
-								 1.96 * se, cal,
-								 (double) ti->spans.n[0], (double) ti->spans.n[1],
-								 (double) ti->spans.dropped,
-								 ts_span_cost_precise(se, cal) ? "" :
-								 "; too imprecise to stand for the node")));
-	if (own && ts_span_cost_precise(se, cal))
-		measured = Max(measured, 0.0);
-	else if (plan_call_ns >= 0 && ts_span_cost_precise(plan_call_se, cal))
-	{
-		/*
-		 * Too few spans of its own, or too uneven ones: the plan's other
-		 * nodes measured what the calibration only models, on this
-		 * machine in this run
-		 */
-		measured = plan_call_ns;
-		ti->call_pooled = true;
-		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, %s; the plan's %.2f ns (+/- %.2f) a timed call, %.2f ns calibrated",
-								 node->plan->plan_node_id,
-								 (double) ti->spans.n[0], (double) ti->spans.n[1],
-								 own ? "too imprecise" : "too few of its own",
-								 measured, 1.96 * plan_call_se, cal)));
-	}
-	else
-	{
-		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f and %.0f spans, and no figure of the plan precise enough to stand for the calibrated %.2f ns",
-								 node->plan->plan_node_id,
-								 (double) ti->spans.n[0], (double) ti->spans.n[1],
-								 cal)));
-		return timed;
-	}
-	ti->call_ns = measured;
-	*inside_ns = cal > 0 ? measured * (cost->inside_ns / cal) : measured / 2;
-	*outside_ns = measured - *inside_ns;
-	return timed;
-}
-
-typedef struct TsPoolWalk
-{
-	const TsWrapperSet *set;
-	TsCostPool	pool;
-} TsPoolWalk;
-
-/* add a probed node's measured cost, weighted by its precision; recurse */
-static bool
-ts_pool_node(PlanState *node, void *arg)
-{
-	TsPoolWalk *w = (TsPoolWalk *) arg;
-
-	if (node == NULL)
-		return false;
-	if (node->instrument != NULL && ts_is_exact(node, w->set))
-	{
-		TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
-		double		cost;
-		double		se;
-
-		if (ti->probed && ts_span_cost(&ti->spans, &cost, &se))
-			ts_cost_pool_add(&w->pool, cost, se);
-	}
-	return planstate_tree_walker(node, ts_pool_node, arg);
-}
-
-/*
- * Estimate (and with "subtract" remove) the node's instrumentation cost,
- * its subtree's first; returns what the node's timing adds to whatever
- * encloses its calls.
- */
-static double
-ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
-{
-	TsOverheadWalk below;
-	ListCell   *lc;
-	TsNodeInstr *instr = node->instrument;
-	TsInstrumentation *ti = NULL;
-	const TsCallCost *cost;
-	double		calls;
-	double		timed_calls;
-	double		inside_ns;
-	double		outside_ns;
-	double		own;
-	double		total_ns;
-	double		probing_ns = 0;
-	const TsProbeCost *pcost = NULL;
-	double		own_calls = 0;
-	double		passed_ns;
-
-	check_stack_depth();
-
-	below.plan = plan;
-	below.subtract = subtract;
-	below.below_ns = 0;
-	below.parent = node;
-
-	/*
-	 * The initPlans first, each cost left for the node that runs it, then
-	 * the other children, among whom that node is; then what was left here
-	 */
-	foreach(lc, node->initPlan)
-	{
-		SubPlanState *sps = (SubPlanState *) lfirst(lc);
-		TsMovedCost *m = palloc(sizeof(TsMovedCost));
-
-		m->ns = ts_overhead_node(sps->planstate, plan, subtract);
-		m->runner = ts_init_plan_runner(plan, node, sps);
-		m->owner = node;
-		plan->moved = lappend(plan->moved, m);
-	}
-	(void) planstate_tree_walker(node, ts_overhead_child, &below);
-	/* an initPlan whose runner the walk did not reach stays here */
-	foreach(lc, plan->moved)
-	{
-		TsMovedCost *m = (TsMovedCost *) lfirst(lc);
-
-		if (m->runner == node || m->owner == node)
-		{
-			below.below_ns += m->ns;
-			plan->moved = foreach_delete_current(plan->moved, lc);
-		}
-	}
-
-	if (instr == NULL || !TS_INSTR_FLAGS(instr)->need_timer)
-		return below.below_ns;
-
-	if (IsA(node, GatherState) || IsA(node, GatherMergeState))
-	{
-		int			procs = ts_participants(outerPlanState(node));
-		int			cpus = ts_cpus();
-
-		below.below_ns /= Min(procs, cpus);
-		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: its processes' timing divided among %d (%d processes, %d CPUs)",
-								 node->plan->plan_node_id, Min(procs, cpus),
-								 procs, cpus)));
-	}
-
-	/* as EXPLAIN would: the last loop's figures into the totals */
-	InstrEndLoop(instr);
-
-	if (ts_is_exact(node, plan->set))
-	{
-		TsUsage usage = ts_node_usage(instr);
-		int			set_index = 0;
-		TsWorkerInstr *w = node->worker_instrument;
-		double		wtuples = 0;
-		double		wcalls = 0;
-		ExecProcNodeMtd wrappers[] = {plan->set->timer, plan->set->full,
-		plan->set->wide};
-
-		ti = (TsInstrumentation *) instr;
-		while (ts_wrapper_sets[set_index] != plan->set)
-			set_index++;
-		if (!ts_wrapper_cost[set_index][usage].measured)
-		{
-			ExecProcNodeMtd rows[] = {ts_exec_proc_node_rows,
-				ts_exec_proc_node_rows_full,
-			TS_WIDE(ts_exec_proc_node_rows_wide)};
-
-			ts_cal_measure(wrappers[usage], rows[usage], usage != TS_USAGE_NONE,
-						   &ts_wrapper_cost[set_index][usage]);
-		}
-		cost = &ts_wrapper_cost[set_index][usage];
-
-		/*
-		 * This process counted its calls; a worker's, copied back without
-		 * the count of empty returns, are at most one more per loop than
-		 * its tuples.
-		 */
-		if (w != NULL)
-			for (int i = 0; i < w->num_workers; i++)
-			{
-				wtuples += w->instrument[i].ntuples;
-				wcalls += w->instrument[i].ntuples + w->instrument[i].nloops;
-			}
-		calls = Max(instr->ntuples - wtuples, 0.0) + ti->nulls + wcalls;
-
-		/*
-		 * A probed node's probes, and its countdown on every call this
-		 * process made: parallel workers run no probes
-		 */
-		if (ti->probed)
-		{
-			TsProbeCost *pc = &ts_probe_cost[set_index][usage];
-
-			if (!pc->measured)
-			{
-				ExecProcNodeMtd probed[] = {plan->set->probed,
-					plan->set->probed_full,
-				plan->set->probed_wide};
-
-				ts_cal_measure_probe(wrappers[usage], probed[usage],
-									 usage != TS_USAGE_NONE,
-									 cost->inside_ns + cost->outside_ns, pc);
-			}
-			own_calls = calls - wcalls;
-			probing_ns = ti->probes * pc->probe_ns + own_calls * pc->call_ns;
-			pcost = pc;
-		}
-	}
-	else
-	{
-		int			usage = (TS_INSTR_FLAGS(instr)->need_bufusage ||
-							 TS_INSTR_FLAGS(instr)->need_walusage) ? 1 : 0;
-
-		if (!ts_core_cost[usage].measured)
-			ts_cal_measure(NULL, NULL, usage, &ts_core_cost[usage]);
-		cost = &ts_core_cost[usage];
-
-		/*
-		 * Core times it: once per loop for a node it runs through
-		 * MultiExecProcNode (and then the struct is ours), else per call,
-		 * at most one more than its tuples per loop.
-		 */
-		if (ts_multi_exec_node(node))
-		{
-			calls = instr->nloops;
-			if (plan->sample_every <= 1)
-				ti = (TsInstrumentation *) instr;
-		}
-		else
-			calls = instr->ntuples + instr->nloops;
-	}
-
-	inside_ns = cost->inside_ns;
-	outside_ns = cost->outside_ns;
-	timed_calls = calls;
-	if (ti != NULL && ti->probed)
-		timed_calls = ts_probe_apply(node, ti, cost, calls, plan->call_ns,
-									 plan->call_se, &inside_ns, &outside_ns);
-
-	/*
-	 * Never more than the node's own total.  The bare calls' lengths were
-	 * taken from timed calls, reads included, so the total holds the
-	 * inside part for them as well; they added nothing to the enclosing
-	 * calls' time.
-	 */
-	total_ns = ts_node_total_s(instr) * 1e9;
-	own = calls * inside_ns + below.below_ns;
-	if (own > total_ns)
-		own = total_ns;
-	if (own < 0)
-		own = 0;
-
-	if (ti != NULL)
-	{
-		if (subtract && !ti->subtracted)
-		{
-			double		total_s = ts_node_total_s(instr);
-			double		left_s = Max(total_s - own / 1e9, 0.0);
-			double		startup_s = ts_node_startup_s(instr);
-
-			/*
-			 * Startup is what the first calls of each loop took, overhead
-			 * included: scaled as the total is, it stays within it.
-			 */
-			if (total_s > 0)
-				startup_s = Min(startup_s * (left_s / total_s), left_s);
-			else
-				startup_s = 0;
-			ts_node_set_times(instr, left_s, startup_s);
-			ti->subtracted = true;
-		}
-		ti->overhead_ns = own;
-	}
-
-	passed_ns = Max(own - (calls - timed_calls) * inside_ns, 0.0) +
-		timed_calls * outside_ns + probing_ns;
-	if (pcost != NULL)
-		ereport(DEBUG2,
-				(errmsg_internal("timing_source: plan node %d: %.0f ns of timing seen by what encloses it: %.0f timed calls at %.2f ns, %.0f probes at %.2f ns, %.0f calls at %.2f ns for the countdown, %.0f ns from below",
-								 node->plan->plan_node_id, passed_ns,
-								 timed_calls, inside_ns + outside_ns,
-								 ti->probes, pcost->probe_ns,
-								 own_calls, pcost->call_ns, below.below_ns)));
-	return passed_ns;
-}
-
-/* the top node's estimate of the query that ended last, for compare() */
-static double ts_last_top_ns = -1.0;
-
-double
-ts_last_top_overhead_ns(void)
-{
-	return ts_last_top_ns;
-}
-
-void
-ts_reset_last_top_overhead(void)
-{
-	ts_last_top_ns = -1.0;
-}
-
-/* estimate the overhead of every node of a bound query, once */
-static void
-ts_plan_estimate(TsPlanEntry *plan, bool subtract)
-{
-	QueryDesc  *queryDesc = plan->entry.queryDesc;
-	ListCell   *lc;
-	TsPoolWalk	pool;
-
-	if (plan->estimated || plan->sample_every > 1)
-		return;
-	plan->estimated = true;
-
-	/*
-	 * What the plan's probed nodes measured, for those too small to.  The
-	 * walker reaches every subplan the plan ran through the nodes that ran
-	 * it; es_subplanstates would count those a second time.
-	 */
-	pool.set = plan->set;
-	pool.pool.sum = pool.pool.weight = 0;
-	(void) ts_pool_node(queryDesc->planstate, &pool);
-	if (ts_cost_pool_get(&pool.pool, &plan->call_ns, &plan->call_se))
-		plan->call_ns = Max(plan->call_ns, 0.0);
-	else
-		plan->call_ns = plan->call_se = -1.0;
-	plan->moved = NIL;
-	ts_link_plan(plan, queryDesc->planstate);
-	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
-	foreach(lc, queryDesc->estate->es_subplanstates)
-		(void) ts_overhead_node((PlanState *) lfirst(lc), plan, subtract);
-}
-
-double
-ts_node_overhead_ns(PlanState *node)
-{
-	TsPlanEntry *plan;
-
-	if (node == NULL || node->instrument == NULL ||
-		(plan = ts_plan_of(node)) == NULL || plan->sample_every > 1)
-		return -1.0;
-	if (!ts_is_exact(node, plan->set) &&
-		!(ts_multi_exec_node(node) && TS_INSTR_FLAGS(node->instrument)->need_timer))
-		return -1.0;
-	ts_plan_estimate(plan, false);
-	return ((TsInstrumentation *) node->instrument)->overhead_ns;
-}
-
-bool
-ts_node_overhead_subtracted(PlanState *node)
-{
-	if (ts_node_overhead_ns(node) < 0)
-		return false;
-	return ((TsInstrumentation *) node->instrument)->subtracted;
-}
-
-double
-ts_node_overhead_call_ns(PlanState *node, bool *pooled)
-{
-	TsInstrumentation *ti;
-
-	*pooled = false;
-	if (ts_node_overhead_ns(node) < 0)
-		return -1.0;
-	ti = (TsInstrumentation *) node->instrument;
-	*pooled = ti->call_pooled;
-	return ti->probed ? ti->call_ns : -1.0;
 }
 
 bool
@@ -2786,14 +1612,8 @@ ts_ExecutorFinish(QueryDesc *queryDesc)
 		standard_ExecutorFinish(queryDesc);
 
 	plan = ts_query_find(&ts_plans, queryDesc);
-	if (plan != NULL && plan->sample_every <= 1)
-	{
-		ts_plan_estimate(plan, plan->subtract);
-		/* what timing_source_compare() reads is an explained query's */
-		if (queryDesc->planstate->instrument != NULL &&
-			!ts_tracked_statement(queryDesc))
-			ts_last_top_ns = ts_node_overhead_ns(queryDesc->planstate);
-	}
+	if (plan != NULL)
+		ts_overhead_finish(queryDesc, plan);
 }
 
 static void
@@ -2945,41 +1765,11 @@ ts_estimate_why_text(TsEstimateWhy why)
 	return NULL;
 }
 
-double
-ts_last_top_overhead_ns(void)
-{
-	return -1.0;
-}
-
-void
-ts_reset_last_top_overhead(void)
-{
-}
-
 #ifdef TS_HAVE_EXECUTOR_HOOK
-double
-ts_node_overhead_ns(PlanState *node)
-{
-	return -1.0;
-}
-
 uint64
 ts_node_usage_sampled(PlanState *node)
 {
 	return 0;
-}
-
-bool
-ts_node_overhead_subtracted(PlanState *node)
-{
-	return false;
-}
-
-double
-ts_node_overhead_call_ns(PlanState *node, bool *pooled)
-{
-	*pooled = false;
-	return -1.0;
 }
 
 bool
