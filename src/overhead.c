@@ -979,6 +979,27 @@ ts_reset_last_top_overhead(void)
 	ts_last_top_ns = -1.0;
 }
 
+static bool
+ts_reach_node(PlanState *node, void *arg)
+{
+	List	  **reached = (List **) arg;
+
+	if (node == NULL)
+		return false;
+	*reached = lappend(*reached, node);
+	return planstate_tree_walker(node, ts_reach_node, arg);
+}
+
+/* top and every node under it that ts_overhead_node walks to */
+static List *
+ts_reached_nodes(PlanState *top)
+{
+	List	   *list = NIL;
+
+	(void) ts_reach_node(top, &list);
+	return list;
+}
+
 /* estimate the overhead of every node of a bound query, once */
 static void
 ts_plan_estimate(TsPlanEntry *plan, bool subtract)
@@ -986,6 +1007,7 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	QueryDesc  *queryDesc = plan->entry.queryDesc;
 	ListCell   *lc;
 	TsPoolWalk	pool;
+	List	   *reached;
 
 	if (plan->estimated || plan->sample_every > 1)
 		return;
@@ -1006,8 +1028,22 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	plan->moved = NIL;
 	ts_link_plan(plan, queryDesc->planstate);
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
+
+	/*
+	 * Then the subplans that walk did not reach (normally none: it reaches
+	 * each through the node that runs it).  One it reached is not
+	 * estimated again: its figures would be printed twice, and capped the
+	 * second time at the totals the first had already subtracted from.
+	 */
+	reached = ts_reached_nodes(queryDesc->planstate);
 	foreach(lc, queryDesc->estate->es_subplanstates)
-		(void) ts_overhead_node((PlanState *) lfirst(lc), plan, subtract);
+	{
+		PlanState  *sub = (PlanState *) lfirst(lc);
+
+		if (!list_member_ptr(reached, sub))
+			(void) ts_overhead_node(sub, plan, subtract);
+	}
+	list_free(reached);
 }
 
 double

@@ -395,10 +395,13 @@ for my $case (
 {
 	my ($what, $type, $query) = @$case;
 	my $settings = 'SET max_parallel_workers_per_gather = 0; SET work_mem = \'64MB\';';
-	my (@excess, $shape);
+	my (@excess, $shape, %estimates);
 	for my $run (1 .. 5)
 	{
-		my ($plan) = run_explain($query, 'on', $settings);
+		my ($plan, $lines) = run_explain($query, 'on', $settings);
+		# each node's estimate, once per run (the subplans too, which
+		# the executor also lists apart from the plan tree)
+		$estimates{$_}++ for map { /plan node (\d+): [0-9.]+ ns of timing seen by what encloses it/ ? $1 : () } @$lines;
 		my $top = $plan->[0]{Plan};
 		my ($child) = grep { ($_->{'Parent Relationship'} // '') eq 'Outer' } @{ $top->{Plans} // [] };
 		my @init = grep { ($_->{'Parent Relationship'} // '') eq 'InitPlan' } @{ $top->{Plans} // [] };
@@ -407,6 +410,10 @@ for my $case (
 		push @excess, $child->{'Actual Total Time'} / ($top->{'Actual Total Time'} || 1e-3) - 1;
 	}
 	note "$what: plan $shape; $type over its parent - 1: " . join(', ', map { sprintf '%.3f', $_ } @excess);
+	my @ids = sort { $a <=> $b } keys %estimates;
+	ok(@ids >= 4 && !grep({ $estimates{$_} != 5 } @ids),
+		"$what: every node's cost is estimated once a run")
+	  or diag 'estimates per node in 5 runs: ' . join(', ', map { "$_: $estimates{$_}" } @ids);
 	is(scalar(@excess), 5, "$what: the initPlan hangs from the top node, above the $type that runs it");
 	my @sorted = sort { $a <=> $b } @excess;
 	cmp_ok($sorted[2] // 1, '<=', 0.01,
