@@ -583,6 +583,18 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	plan->links = l;
 }
 
+/* whether ts_link_plan's walk reached node */
+static bool
+ts_linked(TsPlanLinks *l, PlanState *node)
+{
+	for (int i = 0; i < l->n; i++)
+	{
+		if (l->links[i].node == node)
+			return true;
+	}
+	return false;
+}
+
 /* the node that runs initPlan sps of node; node itself if not known */
 static PlanState *
 ts_init_plan_runner(TsPlanEntry *plan, PlanState *node, SubPlanState *sps)
@@ -979,27 +991,6 @@ ts_reset_last_top_overhead(void)
 	ts_last_top_ns = -1.0;
 }
 
-static bool
-ts_reach_node(PlanState *node, void *arg)
-{
-	List	  **reached = (List **) arg;
-
-	if (node == NULL)
-		return false;
-	*reached = lappend(*reached, node);
-	return planstate_tree_walker(node, ts_reach_node, arg);
-}
-
-/* top and every node under it that ts_overhead_node walks to */
-static List *
-ts_reached_nodes(PlanState *top)
-{
-	List	   *list = NIL;
-
-	(void) ts_reach_node(top, &list);
-	return list;
-}
-
 /* estimate the overhead of every node of a bound query, once */
 static void
 ts_plan_estimate(TsPlanEntry *plan, bool subtract)
@@ -1007,7 +998,6 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	QueryDesc  *queryDesc = plan->entry.queryDesc;
 	ListCell   *lc;
 	TsPoolWalk	pool;
-	List	   *reached;
 
 	if (plan->estimated || plan->sample_every > 1)
 		return;
@@ -1031,19 +1021,18 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 
 	/*
 	 * Then the subplans that walk did not reach (normally none: it reaches
-	 * each through the node that runs it).  One it reached is not
-	 * estimated again: its figures would be printed twice, and capped the
-	 * second time at the totals the first had already subtracted from.
+	 * each through the node that runs it, as ts_link_plan's did).  One it
+	 * reached is not estimated again: its figures would be printed twice,
+	 * and capped the second time at the totals the first had already
+	 * subtracted from.
 	 */
-	reached = ts_reached_nodes(queryDesc->planstate);
 	foreach(lc, queryDesc->estate->es_subplanstates)
 	{
 		PlanState  *sub = (PlanState *) lfirst(lc);
 
-		if (!list_member_ptr(reached, sub))
+		if (!ts_linked(plan->links, sub))
 			(void) ts_overhead_node(sub, plan, subtract);
 	}
-	list_free(reached);
 }
 
 double
