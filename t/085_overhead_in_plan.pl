@@ -9,7 +9,8 @@
 # Checked where the wrappers time exactly (every build that reads a
 # counter; core times every call elsewhere, and no probe may run):
 # - a node of many calls measures a cost above zero by more than its own
-#   margin (every clock read costs something), from spans of both kinds;
+#   margin (every clock read costs something; natively only, as an
+#   emulated CPU's spans are too wide), from spans of both kinds;
 # - a node rescanned in every loop of a nested loop measures too, and the
 #   probes change no node's rows or loops;
 # - with the setting off nothing probes: exact timing stays exact;
@@ -148,8 +149,16 @@ ok(defined $cost, 'the scan measured its timed call in the plan')
 SKIP:
 {
 	skip 'no measurement to judge', 2 unless defined $cost;
-	cmp_ok($cost - $margin, '>', 0,
-		"a timed call costs something: $cost ns +/- $margin");
+	# Under an emulated CPU (the arm64 root) the spans are so wide that
+	# the margin can exceed the cost (16 ns +/- 21 in one CI run), so
+	# whether it clears zero says nothing of a real CPU.
+	SKIP:
+	{
+		skip 'an emulated CPU makes every span wide; a cost above its margin is checked natively', 1
+		  if $ENV{TS_EMULATED};
+		cmp_ok($cost - $margin, '>', 0,
+			"a timed call costs something: $cost ns +/- $margin");
+	}
 	ok($timed >= 64 && $bare >= 64,
 		"from spans of both kinds ($timed timed, $bare bare)");
 }
