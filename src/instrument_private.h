@@ -219,6 +219,7 @@ typedef struct TsPlanEntry
 	List	   *moved;			/* TsMovedCost: initPlans' costs on their way
 								 * to the node that runs them */
 	struct TsPlanLinks *links;	/* where its initPlans run */
+	List	   *seen;			/* the subplans the estimate has met */
 } TsPlanEntry;
 
 /* instrument.c */

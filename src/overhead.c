@@ -486,6 +486,11 @@ ts_link_reads(TsPlanLinks *l, int i, Bitmapset *params)
 
 	if (IsA(p, CteScan) && bms_is_member(((CteScan *) p)->cteParam, params))
 		return true;
+	/* a Gather runs the initPlans its workers read in its own first call */
+	if ((IsA(p, Gather) && bms_overlap(((Gather *) p)->initParam, params)) ||
+		(IsA(p, GatherMerge) &&
+		 bms_overlap(((GatherMerge *) p)->initParam, params)))
+		return true;
 	if (!bms_overlap(p->extParam, params))
 		return false;
 	for (int j = i + 1; j < l->n; j++)
@@ -576,6 +581,7 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	{
 		for (int i = 0; i < l->n; i++)
 		{
+			CHECK_FOR_INTERRUPTS();
 			if (l->links[i].init != NULL)
 				l->links[i].runner = ts_link_runner(l, i);
 		}
@@ -583,15 +589,21 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	plan->links = l;
 }
 
-/* whether ts_link_plan's walk reached node */
+/*
+ * Whether node is a subplan's top that this walk has met already (adding
+ * it to *seen if not).  Several SubPlan expressions can share one
+ * subplan, each partition's scan the one of a correlated subquery, say:
+ * the tree walk reaches it once from each, and the executor lists it
+ * again in es_subplanstates.  Its figures are counted once.
+ */
 static bool
-ts_linked(TsPlanLinks *l, PlanState *node)
+ts_subplan_seen(List *subplans, List **seen, PlanState *node)
 {
-	for (int i = 0; i < l->n; i++)
-	{
-		if (l->links[i].node == node)
-			return true;
-	}
+	if (!list_member_ptr(subplans, node))
+		return false;
+	if (list_member_ptr(*seen, node))
+		return true;
+	*seen = lappend(*seen, node);
 	return false;
 }
 
@@ -754,6 +766,8 @@ typedef struct TsPoolWalk
 {
 	const TsWrapperSet *set;
 	TsCostPool	pool;
+	List	   *subplans;		/* the executor's es_subplanstates */
+	List	   *seen;			/* those of them pooled already */
 } TsPoolWalk;
 
 /* add a probed node's measured cost, weighted by its precision; recurse */
@@ -762,7 +776,7 @@ ts_pool_node(PlanState *node, void *arg)
 {
 	TsPoolWalk *w = (TsPoolWalk *) arg;
 
-	if (node == NULL)
+	if (node == NULL || ts_subplan_seen(w->subplans, &w->seen, node))
 		return false;
 	if (node->instrument != NULL && ts_is_exact(node, w->set))
 	{
@@ -799,8 +813,13 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	const TsProbeCost *pcost = NULL;
 	double		own_calls = 0;
 	double		passed_ns;
+	double		moved_ns = 0;
 
 	check_stack_depth();
+	/* a shared subplan's cost reaches the first node that runs it */
+	if (ts_subplan_seen(plan->entry.queryDesc->estate->es_subplanstates,
+						&plan->seen, node))
+		return 0;
 
 	below.plan = plan;
 	below.subtract = subtract;
@@ -829,13 +848,19 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 
 		if (m->runner == node || m->owner == node)
 		{
-			below.below_ns += m->ns;
+			if (m->runner == node && m->owner != node)
+				ereport(DEBUG2,
+						(errmsg_internal("timing_source: plan node %d: runs an initPlan of plan node %d, whose %.0f ns of timing it holds",
+										 node->plan->plan_node_id,
+										 m->owner->plan->plan_node_id, m->ns)));
+			moved_ns += m->ns;
+			pfree(m);
 			plan->moved = foreach_delete_current(plan->moved, lc);
 		}
 	}
 
 	if (instr == NULL || !TS_INSTR_FLAGS(instr)->need_timer)
-		return below.below_ns;
+		return below.below_ns + moved_ns;
 
 	if (IsA(node, GatherState) || IsA(node, GatherMergeState))
 	{
@@ -848,6 +873,8 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 								 node->plan->plan_node_id, Min(procs, cpus),
 								 procs, cpus)));
 	}
+	/* an initPlan runs in this process alone, a Gather's included */
+	below.below_ns += moved_ns;
 
 	/* as EXPLAIN would: the last loop's figures into the totals */
 	InstrEndLoop(instr);
@@ -991,48 +1018,63 @@ ts_reset_last_top_overhead(void)
 	ts_last_top_ns = -1.0;
 }
 
-/* estimate the overhead of every node of a bound query, once */
+/*
+ * Estimate the overhead of every node of a bound query, once.  Its
+ * workspace lives in the query's own memory: a query run inside a
+ * function, many times, finishes in a context that outlives its runs.
+ */
 static void
 ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 {
 	QueryDesc  *queryDesc = plan->entry.queryDesc;
+	List	   *subplans = queryDesc->estate->es_subplanstates;
+	MemoryContext oldcxt;
 	ListCell   *lc;
 	TsPoolWalk	pool;
 
 	if (plan->estimated || plan->sample_every > 1)
 		return;
 	plan->estimated = true;
+	oldcxt = MemoryContextSwitchTo(queryDesc->estate->es_query_cxt);
 
-	/*
-	 * What the plan's probed nodes measured, for those too small to.  The
-	 * walker reaches every subplan the plan ran through the nodes that ran
-	 * it; es_subplanstates would count those a second time.
-	 */
+	/* what the plan's probed nodes measured, for those too small to */
 	pool.set = plan->set;
 	pool.pool.sum = pool.pool.weight = 0;
+	pool.subplans = subplans;
+	pool.seen = NIL;
 	(void) ts_pool_node(queryDesc->planstate, &pool);
 	if (ts_cost_pool_get(&pool.pool, &plan->call_ns, &plan->call_se))
 		plan->call_ns = Max(plan->call_ns, 0.0);
 	else
 		plan->call_ns = plan->call_se = -1.0;
+	list_free(pool.seen);
+
 	plan->moved = NIL;
+	plan->seen = NIL;
 	ts_link_plan(plan, queryDesc->planstate);
 	(void) ts_overhead_node(queryDesc->planstate, plan, subtract);
 
 	/*
 	 * Then the subplans that walk did not reach (normally none: it reaches
-	 * each through the node that runs it, as ts_link_plan's did).  One it
-	 * reached is not estimated again: its figures would be printed twice,
-	 * and capped the second time at the totals the first had already
-	 * subtracted from.
+	 * each through the node that runs it; those are seen already).  The
+	 * planner leaves NULL for the arm of an AlternativeSubPlan it dropped.
 	 */
-	foreach(lc, queryDesc->estate->es_subplanstates)
+	foreach(lc, subplans)
 	{
 		PlanState  *sub = (PlanState *) lfirst(lc);
 
-		if (!ts_linked(plan->links, sub))
+		if (sub != NULL)
 			(void) ts_overhead_node(sub, plan, subtract);
 	}
+
+	list_free(plan->seen);
+	plan->seen = NIL;
+	list_free_deep(plan->moved);
+	plan->moved = NIL;
+	pfree(plan->links->links);
+	pfree(plan->links);
+	plan->links = NULL;
+	MemoryContextSwitchTo(oldcxt);
 }
 
 double

@@ -108,7 +108,7 @@ extern bool ts_sample_buffers;
 
 /*
  * The top node's estimated instrumentation cost (ns) in the last query
- * the wrappers timed exactly, < 0 if none since the reset (instrument.c,
+ * the wrappers timed exactly, < 0 if none since the reset (overhead.c,
  * for timing_source_compare)
  */
 extern double ts_last_top_overhead_ns(void);

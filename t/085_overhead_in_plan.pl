@@ -131,6 +131,25 @@ sub shape
 	return join(' ', @out);
 }
 
+# The planner keeps one arm of an AlternativeSubPlan (an EXISTS under an
+# OR: hashed, or run per row through the index) and leaves NULL in the
+# executor's list of subplans for the other; the estimate, which also
+# walks that list, crashed the server on it.  Every build, with the
+# setting on and off.
+for my $subtract ('off', 'on')
+{
+	my ($ret, $out, $err) = $node->psql('postgres', qq{
+		SET timing_source.subtract_overhead = $subtract;
+		EXPLAIN (ANALYZE, FORMAT JSON)
+		SELECT count(*) FROM small_t t
+		WHERE EXISTS (SELECT 1 FROM inner_idx k WHERE k.g = t.g) OR t.g < 0;
+	});
+	my @subplans = $out =~ /"Parent Relationship": "SubPlan"/g;
+	ok($ret == 0 && @subplans == 1,
+		"an AlternativeSubPlan's dropped arm, subtract_overhead $subtract: the plan runs one subplan and the server stays up")
+	  or diag("exit $ret, $err");
+}
+
 if (!wrappers_sample($node))
 {
 	my (undef, $lines) = run_explain($count, 'on');
@@ -427,6 +446,46 @@ for my $case (
 	my @sorted = sort { $a <=> $b } @excess;
 	cmp_ok($sorted[2] // 1, '<=', 0.01,
 		"$what: with the cost subtracted, the $type that runs it stays within its parent");
+}
+
+# A subplan several nodes run: each partition's scan filters through the
+# same correlated subquery.  The walk reaches its nodes from each scan;
+# they are estimated once.
+$node->safe_psql('postgres', q{
+	CREATE TABLE parted (k int, v int) PARTITION BY RANGE (k);
+	CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
+	CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200);
+	INSERT INTO parted SELECT g % 200, g FROM generate_series(1, 2000) g;
+	ANALYZE parted;
+});
+{
+	my ($plan, $lines) = run_explain(
+		'SELECT count(*) FROM parted p WHERE p.v > (SELECT avg(o.g) FROM outer_t o WHERE o.g = p.k)',
+		'on', 'SET max_parallel_workers_per_gather = 0; SET jit = off;');
+	my %estimates;
+	$estimates{$_}++ for map { /plan node (\d+): [0-9.]+ ns of timing seen by what encloses it/ ? $1 : () } @$lines;
+	my @ids = sort { $a <=> $b } keys %estimates;
+	my @filters = encode_json($plan) =~ /"Filter":"[^"]*SubPlan/g;
+	ok(@filters >= 2 && @ids >= 5 && !grep({ $estimates{$_} != 1 } @ids),
+		'a subplan two partitions\' scans run: every node\'s cost is estimated once')
+	  or diag 'filters that run a subplan: ' . scalar(@filters) . '; estimates per node: '
+	  . join(', ', map { "$_: $estimates{$_}" } @ids);
+}
+
+# An initPlan whose value parallel workers read runs in the Gather's first
+# call (the Gather evaluates it for them), not in the workers' scans
+{
+	my (undef, $lines) = run_explain(
+		'SELECT count(*) FROM big WHERE g > (SELECT avg(g) FROM small_t)',
+		'on',
+		'SET jit = off; SET parallel_setup_cost = 0; SET parallel_tuple_cost = 0;
+		 SET min_parallel_table_scan_size = 0; SET max_parallel_workers_per_gather = 2;');
+	my $all = join("\n", @$lines);
+	my ($runner) = $all =~ /plan node (\d+): runs an initPlan of plan node 0,/;
+	ok(defined $runner && $all =~ /plan node $runner: its processes' timing divided among/,
+		'an initPlan read by parallel workers is run by their Gather'
+		  . (defined $runner ? " (plan node $runner)" : ''))
+	  or diag($all);
 }
 
 $node->stop;
