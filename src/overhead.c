@@ -374,6 +374,8 @@ typedef struct TsOverheadWalk
 
 static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
 							   bool subtract);
+static double ts_overhead_subtree(PlanState *node, TsPlanEntry *plan,
+								  bool subtract);
 
 /* the initPlan of node whose plan child is, or NULL */
 static SubPlanState *
@@ -762,6 +764,106 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 	return timed;
 }
 
+/*
+ * The node whose calls hold every run of subplan top, where several
+ * SubPlan expressions share it (each partition's scan filtering through
+ * one correlated subquery): the lowest node above all the nodes that run
+ * it.  Above them in the plan tree, not through initPlans' runners: so it
+ * is on the estimate's path to the first of them, and still to come.  Each of those holds some of its
+ * loops, in proportions no figure keeps; given to the first the walk
+ * meets, all of it was capped at that node's total, lost where that was
+ * a small partition.  NULL where one node runs it (or the walk did not
+ * reach it); *nrunners says how many do.
+ */
+static PlanState *
+ts_subplan_holder(TsPlanLinks *l, PlanState *top, int *nrunners)
+{
+	int		   *runners = palloc(l->n * sizeof(int));
+	int		   *chain = palloc((l->n + 1) * sizeof(int));
+	int			n = 0;
+	int			len = 0;
+	int			lo = 0;
+	PlanState  *holder = NULL;
+
+	for (int i = 0; i < l->n; i++)
+	{
+		int			p = l->links[i].parent;
+		bool		dup = false;
+
+		if (l->links[i].node != top || p < 0)
+			continue;
+		for (int j = 0; j < n && !dup; j++)
+			dup = l->links[runners[j]].node == l->links[p].node;
+		if (!dup)
+			runners[n++] = p;
+	}
+	*nrunners = n;
+	if (n >= 2)
+	{
+		for (int x = runners[0]; x >= 0 && len <= l->n; x = l->links[x].parent)
+			chain[len++] = x;
+		for (int r = 1; r < n && lo >= 0; r++)
+		{
+			int			k = -1;
+			int			steps = 0;
+
+			for (int x = runners[r]; x >= 0 && k < 0 && steps <= l->n;
+				 x = l->links[x].parent, steps++)
+			{
+				for (int c = 0; c < len; c++)
+				{
+					if (chain[c] == x)
+					{
+						k = c;
+						break;
+					}
+				}
+			}
+			lo = k < 0 ? -1 : Max(lo, k);
+		}
+		if (lo >= 0)
+			holder = l->links[chain[lo]].node;
+	}
+	pfree(runners);
+	pfree(chain);
+	return holder;
+}
+
+/*
+ * ts_overhead_subtree, once for each subplan: the walk meets a shared one
+ * once from every node that runs it, and the executor lists it again.
+ * A shared subplan's cost waits for the node whose calls hold all of its
+ * runs.
+ */
+static double
+ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
+{
+	double		ns;
+	PlanState  *holder;
+	int			nrunners;
+	TsMovedCost *m;
+
+	if (!list_member_ptr(plan->entry.queryDesc->estate->es_subplanstates, node))
+		return ts_overhead_subtree(node, plan, subtract);
+	if (list_member_ptr(plan->seen, node))
+		return 0;
+	plan->seen = lappend(plan->seen, node);
+	ns = ts_overhead_subtree(node, plan, subtract);
+	holder = ts_subplan_holder(plan->links, node, &nrunners);
+	if (holder == NULL)
+		return ns;
+	ereport(DEBUG2,
+			(errmsg_internal("timing_source: plan node %d: a subplan %d nodes run; its %.0f ns of timing go to plan node %d, above them all",
+							 node->plan->plan_node_id, nrunners, ns,
+							 holder->plan->plan_node_id)));
+	m = palloc(sizeof(TsMovedCost));
+	m->ns = ns;
+	m->runner = holder;
+	m->owner = holder;
+	plan->moved = lappend(plan->moved, m);
+	return 0;
+}
+
 typedef struct TsPoolWalk
 {
 	const TsWrapperSet *set;
@@ -796,7 +898,7 @@ ts_pool_node(PlanState *node, void *arg)
  * encloses its calls.
  */
 static double
-ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
+ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 {
 	TsOverheadWalk below;
 	ListCell   *lc;
@@ -816,10 +918,6 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	double		moved_ns = 0;
 
 	check_stack_depth();
-	/* a shared subplan's cost reaches the first node that runs it */
-	if (ts_subplan_seen(plan->entry.queryDesc->estate->es_subplanstates,
-						&plan->seen, node))
-		return 0;
 
 	below.plan = plan;
 	below.subtract = subtract;

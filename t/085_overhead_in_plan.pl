@@ -449,19 +449,24 @@ for my $case (
 }
 
 # A subplan several nodes run: each partition's scan filters through the
-# same correlated subquery.  The walk reaches its nodes from each scan;
-# they are estimated once.
+# same correlated subquery, the first partition's scan once, the
+# second's 2000 times.  The walk reaches its nodes from each scan; they
+# are estimated once, and their cost goes to the Append above both scans.
+# (Given to the first scan the walk met, it was capped at that scan's
+# few microseconds, and the Append lost it.)
 $node->safe_psql('postgres', q{
 	CREATE TABLE parted (k int, v int) PARTITION BY RANGE (k);
 	CREATE TABLE parted_1 PARTITION OF parted FOR VALUES FROM (0) TO (100);
 	CREATE TABLE parted_2 PARTITION OF parted FOR VALUES FROM (100) TO (200);
-	INSERT INTO parted SELECT g % 200, g FROM generate_series(1, 2000) g;
+	INSERT INTO parted VALUES (5, 5);
+	INSERT INTO parted SELECT 100 + g % 100, g FROM generate_series(1, 2000) g;
 	ANALYZE parted;
 });
 {
 	my ($plan, $lines) = run_explain(
 		'SELECT count(*) FROM parted p WHERE p.v > (SELECT avg(o.g) FROM outer_t o WHERE o.g = p.k)',
 		'on', 'SET max_parallel_workers_per_gather = 0; SET jit = off;');
+	my $all = join("\n", @$lines);
 	my %estimates;
 	$estimates{$_}++ for map { /plan node (\d+): [0-9.]+ ns of timing seen by what encloses it/ ? $1 : () } @$lines;
 	my @ids = sort { $a <=> $b } keys %estimates;
@@ -470,6 +475,15 @@ $node->safe_psql('postgres', q{
 		'a subplan two partitions\' scans run: every node\'s cost is estimated once')
 	  or diag 'filters that run a subplan: ' . scalar(@filters) . '; estimates per node: '
 	  . join(', ', map { "$_: $estimates{$_}" } @ids);
+	my ($runners, $ns, $holder) =
+	  $all =~ /a subplan (\d+) nodes run; its ([0-9.]+) ns of timing go to plan node (\d+), above them all/;
+	my ($below) = defined $holder
+	  ? $all =~ /plan node $holder: [0-9.]+ ns of timing seen by what encloses it: .*, ([0-9.]+) ns from below/
+	  : ();
+	ok(defined $below && $runners == 2 && $holder == 1 && $below >= $ns,
+		'its cost goes to the Append above both scans'
+		  . (defined $below ? " ($ns ns of the subplan's, $below ns from below)" : ''))
+	  or diag($all);
 }
 
 # An initPlan whose value parallel workers read runs in the Gather's first
