@@ -504,68 +504,64 @@ ts_link_reads(TsPlanLinks *l, int i, Bitmapset *params)
 	return children != 1;
 }
 
+/*
+ * The lowest link at or above both a and b, going up through parents or,
+ * with "runners", through initPlans' runners (ts_link_up); -1 if none
+ */
+static int
+ts_link_meet(TsPlanLinks *l, int a, int b, bool runners)
+{
+	int		   *chain = palloc((l->n + 1) * sizeof(int));
+	int			len = 0;
+	int			meet = -1;
+	int			steps = 0;
+
+	for (int x = a; x >= 0 && len <= l->n;
+		 x = runners ? ts_link_up(l, x) : l->links[x].parent)
+		chain[len++] = x;
+	for (int x = b; x >= 0 && meet < 0 && steps <= l->n;
+		 x = runners ? ts_link_up(l, x) : l->links[x].parent, steps++)
+	{
+		for (int c = 0; c < len; c++)
+		{
+			if (chain[c] == x)
+			{
+				meet = x;
+				break;
+			}
+		}
+	}
+	pfree(chain);
+	return meet;
+}
+
 /* the runner of the initPlan whose plan is node i (see above) */
 static int
 ts_link_runner(TsPlanLinks *l, int i)
 {
 	int			owner = l->links[i].parent;
 	Bitmapset  *params = NULL;
-	int		   *chain = palloc((l->n + 1) * sizeof(int));
-	int			len = 0;
-	int			lo = 0;
-	int			x;
+	int			common = -1;
 	ListCell   *lc;
 
 	foreach(lc, l->links[i].init->subplan->setParam)
 		params = bms_add_member(params, lfirst_int(lc));
 
+	/* the lowest node containing every reader */
 	for (int r = 0; r < l->n; r++)
 	{
-		int			steps = 0;
-		int			k = -1;
-
 		if (!ts_link_reads(l, r, params))
 			continue;
-		if (len == 0)
-		{
-			/* the first reader's chain up to a root */
-			for (x = r; x >= 0 && len <= l->n; x = ts_link_up(l, x))
-				chain[len++] = x;
-			continue;
-		}
-		/* the lowest node of the chain (from lo up) above this reader */
-		for (x = r; x >= 0 && k < 0 && steps <= l->n; x = ts_link_up(l, x), steps++)
-		{
-			for (int c = lo; c < len; c++)
-			{
-				if (chain[c] == x)
-				{
-					k = c;
-					break;
-				}
-			}
-		}
-		if (k < 0)
-		{
-			lo = len;
+		common = common < 0 ? r : ts_link_meet(l, common, r, true);
+		if (common < 0)
 			break;
-		}
-		lo = k;
 	}
+	bms_free(params);
 
 	/* believed only below (or at) the node it hangs from */
-	x = owner;
-	for (int c = lo; c < len; c++)
-	{
-		if (chain[c] == owner)
-		{
-			x = chain[lo];
-			break;
-		}
-	}
-	pfree(chain);
-	bms_free(params);
-	return x;
+	if (common >= 0 && ts_link_meet(l, common, owner, true) == owner)
+		return common;
+	return owner;
 }
 
 /* every initPlan's runner in the plan under top, for ts_overhead_node */
@@ -768,22 +764,20 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
  * The node whose calls hold every run of subplan top, where several
  * SubPlan expressions share it (each partition's scan filtering through
  * one correlated subquery): the lowest node above all the nodes that run
- * it.  Above them in the plan tree, not through initPlans' runners: so it
- * is on the estimate's path to the first of them, and still to come.  Each of those holds some of its
- * loops, in proportions no figure keeps; given to the first the walk
- * meets, all of it was capped at that node's total, lost where that was
- * a small partition.  NULL where one node runs it (or the walk did not
- * reach it); *nrunners says how many do.
+ * it, each of which holds some of its loops in proportions no figure
+ * keeps.  (Given to the first the walk meets, all of it was capped at
+ * that node's total, and lost where that was a small partition.)  Above
+ * them in the plan tree, not through initPlans' runners: so it is on the
+ * estimate's path to the first of them, and still to come.  NULL where
+ * one node runs it (or the walk did not reach it); *nrunners says how
+ * many do.
  */
 static PlanState *
 ts_subplan_holder(TsPlanLinks *l, PlanState *top, int *nrunners)
 {
 	int		   *runners = palloc(l->n * sizeof(int));
-	int		   *chain = palloc((l->n + 1) * sizeof(int));
 	int			n = 0;
-	int			len = 0;
-	int			lo = 0;
-	PlanState  *holder = NULL;
+	int			common = -1;
 
 	for (int i = 0; i < l->n; i++)
 	{
@@ -800,33 +794,12 @@ ts_subplan_holder(TsPlanLinks *l, PlanState *top, int *nrunners)
 	*nrunners = n;
 	if (n >= 2)
 	{
-		for (int x = runners[0]; x >= 0 && len <= l->n; x = l->links[x].parent)
-			chain[len++] = x;
-		for (int r = 1; r < n && lo >= 0; r++)
-		{
-			int			k = -1;
-			int			steps = 0;
-
-			for (int x = runners[r]; x >= 0 && k < 0 && steps <= l->n;
-				 x = l->links[x].parent, steps++)
-			{
-				for (int c = 0; c < len; c++)
-				{
-					if (chain[c] == x)
-					{
-						k = c;
-						break;
-					}
-				}
-			}
-			lo = k < 0 ? -1 : Max(lo, k);
-		}
-		if (lo >= 0)
-			holder = l->links[chain[lo]].node;
+		common = runners[0];
+		for (int r = 1; r < n && common >= 0; r++)
+			common = ts_link_meet(l, common, runners[r], false);
 	}
 	pfree(runners);
-	pfree(chain);
-	return holder;
+	return n >= 2 && common >= 0 ? l->links[common].node : NULL;
 }
 
 /*
@@ -838,19 +811,17 @@ ts_subplan_holder(TsPlanLinks *l, PlanState *top, int *nrunners)
 static double
 ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 {
+	List	   *subplans = plan->entry.queryDesc->estate->es_subplanstates;
 	double		ns;
 	PlanState  *holder;
 	int			nrunners;
 	TsMovedCost *m;
 
-	if (!list_member_ptr(plan->entry.queryDesc->estate->es_subplanstates, node))
-		return ts_overhead_subtree(node, plan, subtract);
-	if (list_member_ptr(plan->seen, node))
+	if (ts_subplan_seen(subplans, &plan->seen, node))
 		return 0;
-	plan->seen = lappend(plan->seen, node);
 	ns = ts_overhead_subtree(node, plan, subtract);
-	holder = ts_subplan_holder(plan->links, node, &nrunners);
-	if (holder == NULL)
+	if (!list_member_ptr(subplans, node) ||
+		(holder = ts_subplan_holder(plan->links, node, &nrunners)) == NULL)
 		return ns;
 	ereport(DEBUG2,
 			(errmsg_internal("timing_source: plan node %d: a subplan %d nodes run; its %.0f ns of timing go to plan node %d, above them all",
