@@ -437,6 +437,7 @@ typedef struct TsPlanLinks
 	int			n;
 	int			size;
 	int			parent;			/* while walking */
+	List	   *subplans;		/* the executor's es_subplanstates */
 } TsPlanLinks;
 
 #define TS_INIT_PLAN_PASSES 3
@@ -460,6 +461,22 @@ ts_link_node(PlanState *node, void *arg)
 	l->links[me].parent = save;
 	l->links[me].init = save >= 0 ? ts_init_plan_of(l->links[save].node, node) : NULL;
 	l->links[me].runner = -1;
+
+	/*
+	 * A subplan several nodes run is met from each: every meeting is kept,
+	 * as ts_subplan_holder looks for what is above them all, but its nodes
+	 * are linked once, so that what they read is read in one place (an
+	 * initPlan hung inside it finds its reader there, not a copy of the
+	 * reader in each runner's)
+	 */
+	if (list_member_ptr(l->subplans, node))
+	{
+		for (int i = 0; i < me; i++)
+		{
+			if (l->links[i].node == node)
+				return false;
+		}
+	}
 	l->parent = me;
 	(void) planstate_tree_walker(node, ts_link_node, l);
 	l->parent = save;
@@ -574,6 +591,7 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	l->n = 0;
 	l->links = palloc(l->size * sizeof(TsPlanLink));
 	l->parent = -1;
+	l->subplans = plan->entry.queryDesc->estate->es_subplanstates;
 	(void) ts_link_node(top, l);
 	for (int pass = 0; pass < TS_INIT_PLAN_PASSES; pass++)
 	{

@@ -47,6 +47,11 @@
 #   subtracted total (median, 1% of slack).  Counted only at the node
 #   they hang from, that node kept their timing cost and exceeded the
 #   Sort by it.
+# - a subplan several nodes run (each partition's scan filtering through
+#   one correlated subquery) is estimated once, its cost given to the
+#   Append above both scans; an initPlan inside it is run by its scan.
+# - an initPlan that parallel workers read is run by their Gather, and its
+#   cost is added to the Gather's after the workers' share is divided.
 #
 use strict;
 use warnings;
@@ -486,6 +491,26 @@ $node->safe_psql('postgres', q{
 	  or diag($all);
 }
 
+# An initPlan hung inside that shared subplan (an uncorrelated bound in
+# the correlated subquery's filter) runs in the subplan's scan, whose
+# filter reads it.  The subplan's nodes are linked once, so the scan is
+# the one reader; linked once per partition's scan, the two copies of the
+# reader met above the subplan, the runner was not believed, and the
+# subplan's Aggregate kept the cost.
+{
+	my (undef, $lines) = run_explain(
+		'SELECT count(*) FROM parted p WHERE p.v > (SELECT avg(o.g) FROM outer_t o
+		  WHERE o.g = p.k AND o.g > (SELECT min(g) FROM small_t))',
+		'on', 'SET max_parallel_workers_per_gather = 0; SET jit = off;');
+	my $all = join("\n", @$lines);
+	my ($top) = $all =~ /plan node (\d+): a subplan 2 nodes run;/;
+	my ($runner) = defined $top ? $all =~ /plan node (\d+): runs an initPlan of plan node $top,/ : ();
+	ok(defined $runner && $runner == $top + 1,
+		'an initPlan inside a shared subplan is run by the scan below the subplan\'s top'
+		  . (defined $runner ? " (plan node $runner, the subplan's top $top)" : ''))
+	  or diag($all);
+}
+
 # An initPlan whose value parallel workers read runs in the Gather's first
 # call (the Gather evaluates it for them), not in the workers' scans
 {
@@ -499,6 +524,23 @@ $node->safe_psql('postgres', q{
 	ok(defined $runner && $all =~ /plan node $runner: its processes' timing divided among/,
 		'an initPlan read by parallel workers is run by their Gather'
 		  . (defined $runner ? " (plan node $runner)" : ''))
+	  or diag($all);
+
+	# The workers' timing is divided among the processes that ran at once;
+	# the initPlan ran in the leader alone, before them, and is added
+	# whole: what the Gather has from below is its child's share plus it
+	my ($held) = defined $runner
+	  ? $all =~ /plan node $runner: runs an initPlan of plan node 0, whose ([0-9.]+) ns/
+	  : ();
+	my ($divisor) = defined $runner ? $all =~ /plan node $runner: its processes' timing divided among (\d+)/ : ();
+	my $child = defined $runner ? (passed_up($all, $runner + 1))[0] : undef;
+	my $below = defined $runner ? (passed_up($all, $runner))[7] : undef;
+	my $want = defined $child && $divisor && defined $held ? $child / $divisor + $held : undef;
+	ok(defined $want && defined $below && abs($below - $want) <= 2,
+		'the Gather\'s initPlan is added after its workers\' timing is divided'
+		  . (defined $want && defined $below
+			? sprintf(' (%.0f ns from below; child %.0f / %d + initPlan %.0f = %.0f)', $below, $child, $divisor, $held, $want)
+			: ''))
 	  or diag($all);
 }
 
