@@ -249,13 +249,6 @@ ts_sampled_loop(TsInstrumentation *ti, int64 start)
 	ti->prev_loops_ns = ts_instr_total_ns(&ti->instr);
 }
 
-/* The calls a node has made so far, all loops: the tuples and empty returns */
-static inline double
-ts_node_calls_so_far(TsInstrumentation *ti)
-{
-	return ti->instr.ntuples + ti->instr.tuplecount + ti->nulls;
-}
-
 /*
  * How a wrapper times: not at all (rows only), every call, sampled, or
  * sampled with every call timed as well (the check of the estimates: what
@@ -1261,6 +1254,7 @@ ts_bind_instr(TsBindContext *bc, PlanState *node)
 
 	memcpy(&ti->instr, node->instrument, sizeof(TsNodeInstr));
 	ti->overhead_ns = -1.0;
+	ti->run_calls = -1.0;
 	node->instrument = &ti->instr;
 	return ti;
 }
@@ -1599,19 +1593,22 @@ ts_last_top_estimate(TsSampleEstimate *est)
 /*
  * EXPLAIN and auto_explain print after ExecutorFinish and before
  * ExecutorEnd: the last point where the printed times can still be
- * adjusted.
+ * adjusted.  What the plan's data-modifying CTEs have run so far is noted
+ * first: ExecutorFinish runs the rest of them outside every node.
  */
 static void
 ts_ExecutorFinish(QueryDesc *queryDesc)
 {
-	TsPlanEntry *plan;
+	TsPlanEntry *plan = ts_query_find(&ts_plans, queryDesc);
+
+	if (plan != NULL)
+		ts_overhead_mark_run(queryDesc, plan);
 
 	if (prev_ExecutorFinish)
 		prev_ExecutorFinish(queryDesc);
 	else
 		standard_ExecutorFinish(queryDesc);
 
-	plan = ts_query_find(&ts_plans, queryDesc);
 	if (plan != NULL)
 		ts_overhead_finish(queryDesc, plan);
 }

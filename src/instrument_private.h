@@ -105,6 +105,9 @@ typedef struct TsInstrumentation
 	double		null_timed;		/* and how many they were */
 	double		overhead_ns;	/* < 0: not estimated yet */
 	bool		subtracted;		/* removed from total and startup */
+	double		run_calls;		/* a data-modifying CTE's calls before
+								 * ExecutorFinish, which runs the rest
+								 * outside every node; < 0: not one */
 
 	/*
 	 * Exact timing with timing_source.subtract_overhead: the probes that
@@ -222,6 +225,13 @@ typedef struct TsPlanEntry
 	List	   *seen;			/* the subplans the estimate has met */
 } TsPlanEntry;
 
+/* The calls a node has made so far, all loops: the tuples and empty returns */
+static inline double
+ts_node_calls_so_far(TsInstrumentation *ti)
+{
+	return ti->instr.ntuples + ti->instr.tuplecount + ti->nulls;
+}
+
 /* instrument.c */
 extern uint64 ts_pending_calls;
 extern int	ts_wrapper_set_index(const TsWrapperSet *set);
@@ -235,6 +245,7 @@ extern double ts_rng_uniform(void);
 extern void ts_probe_settle(TsInstrumentation *ti, double last_ns);
 
 /* overhead.c */
+extern void ts_overhead_mark_run(QueryDesc *queryDesc, TsPlanEntry *plan);
 extern void ts_overhead_finish(QueryDesc *queryDesc, TsPlanEntry *plan);
 
 #endif							/* TS_HAVE_NODE_WRAPPERS */

@@ -821,6 +821,60 @@ ts_subplan_holder(TsPlanLinks *l, PlanState *top, int *nrunners)
 }
 
 /*
+ * A data-modifying CTE runs inside the CTE Scans that read it only as far
+ * as they read; ExecutorFinish runs the rest (ExecPostprocessPlan), and
+ * all of one that nothing reads, outside every node's call.  The calls
+ * each has made by then are noted here, before ExecutorFinish, so that
+ * the estimate gives its runner only their share of its timing cost.
+ */
+void
+ts_overhead_mark_run(QueryDesc *queryDesc, TsPlanEntry *plan)
+{
+	ListCell   *lc;
+
+	if (plan->sample_every > 1)
+		return;
+	foreach(lc, queryDesc->estate->es_auxmodifytables)
+	{
+		PlanState  *ps = (PlanState *) lfirst(lc);
+
+		if (ps->instrument != NULL && ts_is_exact(ps, plan->set))
+		{
+			TsInstrumentation *ti = (TsInstrumentation *) ps->instrument;
+
+			ti->run_calls = ts_node_calls_so_far(ti);
+		}
+	}
+}
+
+/*
+ * The share of a node's timing cost that lies inside its runner's calls:
+ * all of it, but for a data-modifying CTE that ExecutorFinish finished
+ * (ts_overhead_mark_run), its calls made before, taken as alike
+ */
+static double
+ts_run_share(PlanState *node, TsPlanEntry *plan)
+{
+	TsInstrumentation *ti;
+	double		calls;
+	double		share;
+
+	if (!IsA(node, ModifyTableState) || node->instrument == NULL ||
+		!ts_is_exact(node, plan->set))
+		return 1.0;
+	ti = (TsInstrumentation *) node->instrument;
+	if (ti->run_calls < 0)
+		return 1.0;
+	calls = ts_node_calls_so_far(ti);
+	share = calls > 0 ? Min(ti->run_calls / calls, 1.0) : 1.0;
+	ereport(DEBUG2,
+			(errmsg_internal("timing_source: plan node %d: a data-modifying CTE, %.0f of its %.0f calls run by the plan and the rest by ExecutorFinish, outside every node: %.1f%% of its timing goes to the node that runs it",
+							 node->plan->plan_node_id, ti->run_calls, calls,
+							 100.0 * share)));
+	return share;
+}
+
+/*
  * ts_overhead_subtree, once for each subplan: the walk meets a shared one
  * once from every node that runs it, and the executor lists it again.
  * A shared subplan's cost waits for the node whose calls hold all of its
@@ -837,7 +891,7 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 
 	if (ts_subplan_seen(subplans, &plan->seen, node))
 		return 0;
-	ns = ts_overhead_subtree(node, plan, subtract);
+	ns = ts_overhead_subtree(node, plan, subtract) * ts_run_share(node, plan);
 	if (!list_member_ptr(subplans, node) ||
 		(holder = ts_subplan_holder(plan->links, node, &nrunners)) == NULL)
 		return ns;

@@ -50,6 +50,9 @@
 # - a subplan several nodes run (each partition's scan filtering through
 #   one correlated subquery) is estimated once, its cost given to the
 #   Append above both scans; an initPlan inside it is run by its scan.
+# - a data-modifying CTE gives the node that runs it only the share of its
+#   calls made before ExecutorFinish, which runs the rest outside every
+#   node: none where nothing reads it, 10 calls' where a LIMIT reads 10.
 # - an initPlan that parallel workers read is run by their Gather, and its
 #   cost is added to the Gather's after the workers' share is divided.
 #
@@ -508,6 +511,34 @@ $node->safe_psql('postgres', q{
 	ok(defined $runner && $runner == $top + 1,
 		'an initPlan inside a shared subplan is run by the scan below the subplan\'s top'
 		  . (defined $runner ? " (plan node $runner, the subplan's top $top)" : ''))
+	  or diag($all);
+}
+
+# A data-modifying CTE runs inside the CTE Scans that read it only as far
+# as they read; ExecutorFinish runs the rest, and all of one that nothing
+# reads, outside every node.  Only the calls made before go to the node
+# that runs it.  (Given all of it, the node lost what it never held:
+# unread, the plan's one-call Result had the whole UPDATE's timing cost
+# taken from it.)
+$node->safe_psql('postgres', 'CREATE TABLE upd AS SELECT g FROM generate_series(1, 20000) g');
+{
+	my (undef, $lines) = run_explain('WITH u AS (UPDATE upd SET g = g + 1) SELECT 1', 'on');
+	my $all = join("\n", @$lines);
+	my ($before, $calls, $share) =
+	  $all =~ /a data-modifying CTE, (\d+) of its (\d+) calls run by the plan .*: ([0-9.]+)% of its timing/;
+	my $below = (passed_up($all, 0))[7];
+	ok(defined $share && $before == 0 && $calls >= 1 && $share == 0 && defined $below && $below == 0,
+		'an unread data-modifying CTE runs in ExecutorFinish: the top node keeps none of its timing'
+		  . (defined $below ? " ($below ns from below)" : ''))
+	  or diag($all);
+
+	(undef, $lines) = run_explain('WITH u AS (UPDATE upd SET g = g + 1 RETURNING g) SELECT g FROM u LIMIT 10', 'on');
+	$all = join("\n", @$lines);
+	($before, $calls, $share) =
+	  $all =~ /a data-modifying CTE, (\d+) of its (\d+) calls run by the plan .*: ([0-9.]+)% of its timing/;
+	ok(defined $share && $before >= 10 && $before <= 11 && $calls > 20000 && $share < 0.1,
+		'a data-modifying CTE read for 10 rows gives its runner the share of its calls made then'
+		  . (defined $share ? " ($before of $calls calls, $share%)" : ''))
 	  or diag($all);
 }
 
