@@ -44,6 +44,7 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -65,7 +66,7 @@
 /* the file the statistics are kept in across a clean restart */
 #define TS_TRACK_DUMP_FILE		"pg_stat/timing_source_track.stat"
 #define TS_TRACK_FILE_MAGIC		0x54535452	/* "TSTR" */
-#define TS_TRACK_FILE_VERSION	2
+#define TS_TRACK_FILE_VERSION	3
 
 /* eviction: the least used share of the entries goes, at least 10 */
 #define TS_TRACK_DEALLOC_PERCENT	5
@@ -109,6 +110,8 @@ typedef struct TsTrackNode
 	int64		blks_hit;		/* executions with buffers only */
 	int64		blks_read;
 	int32		parent_id;
+	int32		plan_node_id;	/* the planner's: what matches the node
+								 * across executions */
 	char		node_type[TS_TRACK_TYPE_LEN];
 	char		relation[TS_TRACK_REL_LEN];	/* "" for none */
 } TsTrackNode;
@@ -170,6 +173,7 @@ static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorRun_hook_type prev_ExecutorRun = NULL;
 static ExecutorFinish_hook_type prev_ExecutorFinish = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
+static ProcessUtility_hook_type prev_ProcessUtility = NULL;
 
 PG_FUNCTION_INFO_V1(timing_source_plan_nodes);
 PG_FUNCTION_INFO_V1(timing_source_plan_nodes_reset);
@@ -415,6 +419,12 @@ ts_track_load(void)
 			break;
 		if (buf[i].nnodes < 0 || buf[i].nnodes > TS_TRACK_NODES)
 			continue;
+		/* names end within their arrays, whatever the file says */
+		for (int n = 0; n < buf[i].nnodes; n++)
+		{
+			buf[i].nodes[n].node_type[TS_TRACK_TYPE_LEN - 1] = '\0';
+			buf[i].nodes[n].relation[TS_TRACK_REL_LEN - 1] = '\0';
+		}
 		e = hash_search(ts_track_hash, &buf[i].key, HASH_ENTER_NULL, &found);
 		if (e == NULL)
 			break;
@@ -468,6 +478,7 @@ ts_track_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	bool		track = queryDesc->instrument_options == 0 &&
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
+		queryDesc->plannedstmt->queryId != 0 &&
 		ts_track_enabled();
 	bool		skipped = false;
 
@@ -544,6 +555,41 @@ ts_track_ExecutorFinish(QueryDesc *queryDesc)
 	PG_END_TRY();
 }
 
+/*
+ * The statements of a DO block or a procedure are nested in it, as
+ * pg_stat_statements counts them, though no executor runs between:
+ * the level is raised around those two commands.  Other utility commands
+ * that run a plan (EXPLAIN ANALYZE, EXECUTE, CREATE TABLE AS, COPY from a
+ * query) run it as the statement's own, at their level.
+ */
+static void
+ts_track_ProcessUtility(PlannedStmt *pstmt, const char *queryString,
+						bool readOnlyTree, ProcessUtilityContext context,
+						ParamListInfo params, QueryEnvironment *queryEnv,
+						DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+	bool		nests = IsA(parsetree, DoStmt) || IsA(parsetree, CallStmt);
+
+	if (nests)
+		ts_nesting_level++;
+	PG_TRY();
+	{
+		if (prev_ProcessUtility)
+			prev_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+		else
+			standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+									params, queryEnv, dest, qc);
+	}
+	PG_FINALLY();
+	{
+		if (nests)
+			ts_nesting_level--;
+	}
+	PG_END_TRY();
+}
+
 /* one execution's figures, before they are added */
 typedef struct TsTrackRun
 {
@@ -580,6 +626,7 @@ ts_track_visit(const TsPlanNodeRef *ref, void *arg)
 	run->nnodes = Max(run->nnodes, ref->node_id);
 	memset(n, 0, sizeof(*n));
 	n->parent_id = ref->parent_id;
+	n->plan_node_id = ps->plan->plan_node_id;
 	if (instr == NULL)
 		return;
 
@@ -622,6 +669,41 @@ ts_track_describe(TsTrackRun *run)
 	}
 }
 
+/*
+ * Which of "into"'s nodes each of "from"'s is (map[i], -1 for none);
+ * whether every one was found.  One plan id is one plan, but the
+ * executor prunes partitions at its start, so two executions (or two
+ * entries) of it can hold different subsets of its nodes: matched by
+ * the planner's node id, in walk order, as a subplan several nodes run
+ * is walked once under each.
+ */
+static bool
+ts_track_match(const TsTrackNode *into, int ninto,
+			   const TsTrackNode *from, int nfrom, int *map)
+{
+	int			next = 0;
+	bool		all = true;
+
+	for (int i = 0; i < nfrom; i++)
+	{
+		int			k = next;
+
+		while (k < ninto && into[k].plan_node_id != from[i].plan_node_id)
+			k++;
+		if (k < ninto)
+		{
+			map[i] = k;
+			next = k + 1;
+		}
+		else
+		{
+			map[i] = -1;
+			all = false;
+		}
+	}
+	return all;
+}
+
 static void
 ts_track_store(QueryDesc *queryDesc)
 {
@@ -631,8 +713,8 @@ ts_track_store(QueryDesc *queryDesc)
 	TsPlanTiming timing;
 	int			clock = 0;
 	int			sample_every = 0;
-	bool		created = false;
 	bool		partial;
+	int			map[TS_TRACK_NODES];
 
 	memset(&key, 0, sizeof(key));
 	key.userid = GetUserId();
@@ -714,14 +796,18 @@ ts_track_store(QueryDesc *queryDesc)
 			for (int i = 0; i < run->nnodes; i++)
 			{
 				e->nodes[i].parent_id = run->nodes[i].parent_id;
+				e->nodes[i].plan_node_id = run->nodes[i].plan_node_id;
 				memcpy(e->nodes[i].node_type, run->nodes[i].node_type,
 					   TS_TRACK_TYPE_LEN);
 				memcpy(e->nodes[i].relation, run->nodes[i].relation,
 					   TS_TRACK_REL_LEN);
 			}
-			created = true;
 		}
 	}
+
+	/* an entry's nodes never change once it exists: matched outside the spinlock */
+	partial = !ts_track_match(e->nodes, e->nnodes, run->nodes, run->nnodes, map) ||
+		run->plan_nodes > TS_TRACK_NODES;
 
 	SpinLockAcquire(&e->mutex);
 	e->executions++;
@@ -736,11 +822,15 @@ ts_track_store(QueryDesc *queryDesc)
 	}
 	if (run->buffers)
 		e->buffer_executions++;
-	/* the same plan id has the same nodes; should it not, add what fits */
-	for (int i = 0; i < (run->counted ? Min(e->nnodes, run->nnodes) : 0); i++)
+	/* each node to its own: one pruned now adds nothing, one not kept is lost */
+	for (int i = 0; i < (run->counted ? run->nnodes : 0); i++)
 	{
-		TsTrackNode *d = &e->nodes[i];
+		TsTrackNode *d;
 		TsTrackNode *s = &run->nodes[i];
+
+		if (map[i] < 0)
+			continue;
+		d = &e->nodes[map[i]];
 
 		d->loops += s->loops;
 		d->rows += s->rows;
@@ -752,8 +842,6 @@ ts_track_store(QueryDesc *queryDesc)
 		d->blks_read += s->blks_read;
 	}
 	SpinLockRelease(&e->mutex);
-	partial = run->plan_nodes > TS_TRACK_NODES ||
-		(!created && run->nnodes != e->nnodes);
 	LWLockRelease(ts_track->lock);
 
 	if (partial)
@@ -779,7 +867,9 @@ ts_track_ExecutorEnd(QueryDesc *queryDesc)
 	}
 	else if (ts_track != NULL && !IsParallelWorker() &&
 			 queryDesc->planstate != NULL &&
+			 queryDesc->plannedstmt->queryId != 0 &&
 			 queryDesc->planstate->instrument != NULL &&
+			 (queryDesc->estate->es_top_eflags & EXEC_FLAG_EXPLAIN_ONLY) == 0 &&
 			 (ts_tracked_statement(queryDesc) ||
 			  ts_track_enabled()))
 		ts_track_store(queryDesc);
@@ -801,6 +891,14 @@ ts_track_ExecutorEnd(QueryDesc *queryDesc)
 static bool
 check_track_nodes(int *newval, void **extra, GucSource source)
 {
+#ifndef TS_HAVE_EXECUTOR_HOOK
+	/* refused, not accepted and ignored, where nothing could track */
+	if (*newval != TS_TRACK_NONE)
+	{
+		GUC_check_errdetail("This build of timing_source has no executor hooks (Windows, PostgreSQL 20 and later), so it cannot keep per-node statistics.");
+		return false;
+	}
+#endif
 	if (*newval != TS_TRACK_NONE && !ts_track_preloaded)
 	{
 		GUC_check_errdetail("Per-node statistics need timing_source in shared_preload_libraries.");
@@ -908,6 +1006,8 @@ ts_track_hooks(void)
 	ExecutorFinish_hook = ts_track_ExecutorFinish;
 	prev_ExecutorEnd = ExecutorEnd_hook;
 	ExecutorEnd_hook = ts_track_ExecutorEnd;
+	prev_ProcessUtility = ProcessUtility_hook;
+	ProcessUtility_hook = ts_track_ProcessUtility;
 #endif
 }
 
@@ -956,7 +1056,7 @@ timing_source_plan_nodes(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	Oid			userid = GetUserId();
-	bool		all = is_member_of_role(userid, ROLE_PG_READ_ALL_STATS);
+	bool		all = has_privs_of_role(userid, ROLE_PG_READ_ALL_STATS);
 	HASH_SEQ_STATUS hs;
 	TsTrackEntry *e;
 	TsTrackEntry *copy;
@@ -1034,6 +1134,7 @@ timing_source_plan_nodes_reset(PG_FUNCTION_ARGS)
 	TsTrackEntry *e;
 	bool		one = !PG_ARGISNULL(0);
 	uint64		queryid = one ? (uint64) PG_GETARG_INT64(0) : 0;
+	TimestampTz now = GetCurrentTimestamp();
 
 	if (!superuser())
 		ereport(ERROR,
@@ -1054,7 +1155,7 @@ timing_source_plan_nodes_reset(PG_FUNCTION_ARGS)
 		SpinLockAcquire(&ts_track->mutex);
 		ts_track->dealloc = 0;
 		ts_track->not_tracked = 0;
-		ts_track->stats_reset = GetCurrentTimestamp();
+		ts_track->stats_reset = now;
 		SpinLockRelease(&ts_track->mutex);
 	}
 	LWLockRelease(ts_track->lock);
@@ -1105,6 +1206,7 @@ timing_source_plan(PG_FUNCTION_ARGS)
 	TsTrackEntry *copy;
 	TsTrackEntry *sum = NULL;
 	int			depth[TS_TRACK_NODES];
+	int			map[TS_TRACK_NODES];
 	double		top_ns;
 
 	if (PG_ARGISNULL(0))
@@ -1114,7 +1216,7 @@ timing_source_plan(PG_FUNCTION_ARGS)
 				 errhint("Plan ids are in the planid column of timing_source_plan_nodes.")));
 	planid = (uint64) PG_GETARG_INT64(0);
 	ts_track_require();
-	all = is_member_of_role(userid, ROLE_PG_READ_ALL_STATS);
+	all = has_privs_of_role(userid, ROLE_PG_READ_ALL_STATS);
 	InitMaterializedSRF(fcinfo, 0);
 	copy = palloc(sizeof(TsTrackEntry));
 
@@ -1134,10 +1236,13 @@ timing_source_plan(PG_FUNCTION_ARGS)
 		sum->executions += copy->executions;
 		sum->counted_executions += copy->counted_executions;
 		sum->timed_executions += copy->timed_executions;
-		for (int i = 0; i < Min(sum->nnodes, copy->nnodes); i++)
+		(void) ts_track_match(sum->nodes, sum->nnodes, copy->nodes, copy->nnodes, map);
+		for (int i = 0; i < copy->nnodes; i++)
 		{
-			sum->nodes[i].rows += copy->nodes[i].rows;
-			sum->nodes[i].total_ns += copy->nodes[i].total_ns;
+			if (map[i] < 0)
+				continue;
+			sum->nodes[map[i]].rows += copy->nodes[i].rows;
+			sum->nodes[map[i]].total_ns += copy->nodes[i].total_ns;
 		}
 	}
 	LWLockRelease(ts_track->lock);

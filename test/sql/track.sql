@@ -153,6 +153,21 @@ SELECT count(*) AS nested_top FROM timing_source_plan_nodes WHERE relation = 'pu
 SET timing_source.track_nodes = 'all';
 SELECT ts_track_f();
 SELECT rows AS nested_all FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+-- so are the statements of a DO block and of a procedure, as
+-- pg_stat_statements counts them
+CREATE PROCEDURE ts_track_proc() LANGUAGE plpgsql
+    AS $$ BEGIN PERFORM count(*) FROM ts_track_t WHERE k < 4; END $$;
+SET timing_source.track_nodes = top;
+SELECT timing_source_plan_nodes_reset();
+CALL ts_track_proc();
+DO $$ BEGIN PERFORM count(*) FROM ts_track_t WHERE k < 3; END $$;
+SELECT count(*) AS do_call_top FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+SET timing_source.track_nodes = 'all';
+CALL ts_track_proc();
+DO $$ BEGIN PERFORM count(*) FROM ts_track_t WHERE k < 3; END $$;
+-- (one query id: the two differ in a constant only)
+SELECT executions AS do_call_all, rows
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
 
 -- privileges: others' rows only for pg_read_all_stats; reset superuser only
 SET timing_source.track_nodes = top;
@@ -186,6 +201,67 @@ SELECT ts_error_of('SELECT timing_source_plan_nodes_reset()');
 RESET ROLE;
 SELECT count(DISTINCT userid) AS users_seen_by_superuser
   FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+-- a NOINHERIT member of pg_read_all_stats has not its privileges
+CREATE ROLE regress_ts_track_noinherit NOINHERIT IN ROLE pg_read_all_stats;
+SET ROLE regress_ts_track_noinherit;
+SELECT count(*) AS rows_seen_noinherit
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+SELECT count(*) AS plan_seen_noinherit FROM timing_source_plan(:su_planid);
+RESET ROLE;
+DROP ROLE regress_ts_track_noinherit;
+
+-- EXPLAIN without ANALYZE runs nothing, BUFFERS or not: no execution
+-- (its output is discarded, it shows the planner's buffers)
+SET timing_source.track_nodes = 'all';
+SELECT timing_source_plan_nodes_reset();
+DO $$
+DECLARE
+	line text;
+BEGIN
+	FOR line IN EXECUTE 'EXPLAIN (BUFFERS) SELECT count(*) FROM ts_track_t WHERE k = 3' LOOP
+	END LOOP;
+	FOR line IN EXECUTE 'EXPLAIN SELECT count(*) FROM ts_track_t WHERE k = 3' LOOP
+	END LOOP;
+END
+$$;
+SELECT count(*) AS explain_only_kept
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+
+-- without a query id (compute_query_id off) statements are not told
+-- apart: nothing is kept, as pg_stat_statements keeps nothing
+SET timing_source.track_nodes = top;
+SET compute_query_id = off;
+SELECT timing_source_plan_nodes_reset();
+SELECT count(*) FROM ts_track_t WHERE k = 3;
+RESET compute_query_id;
+SELECT count(*) AS kept_without_queryid
+  FROM timing_source_plan_nodes WHERE relation = 'public.ts_track_t';
+
+-- partitions pruned when the executor starts (a generic plan's
+-- parameter): one plan id, whose executions hold different partitions'
+-- scans.  Each scan's figures stay its own: the entry holds the first
+-- execution's nodes; a later one with a scan it lacks adds what it
+-- has in common and is counted in not_tracked.
+SET timing_source.track_nodes = top;
+CREATE TABLE ts_track_p (k int) PARTITION BY LIST (k);
+CREATE TABLE ts_track_p1 PARTITION OF ts_track_p FOR VALUES IN (1);
+CREATE TABLE ts_track_p2 PARTITION OF ts_track_p FOR VALUES IN (2);
+INSERT INTO ts_track_p SELECT 1 + (g % 4 = 0)::int FROM generate_series(1, 1000) g;
+ANALYZE ts_track_p;
+SET plan_cache_mode = force_generic_plan;
+PREPARE ts_track_q(int) AS SELECT count(*) FROM ts_track_p WHERE k = $1;
+SELECT timing_source_plan_nodes_reset();
+EXECUTE ts_track_q(1);
+EXECUTE ts_track_q(2);
+EXECUTE ts_track_q(1);
+SELECT node_id, node_type, relation, executions, loops, rows
+  FROM timing_source_plan_nodes
+ WHERE queryid IN (SELECT queryid FROM timing_source_plan_nodes WHERE relation LIKE 'public.ts_track_p%')
+ ORDER BY node_id;
+SELECT not_tracked FROM timing_source_plan_nodes_info();
+DEALLOCATE ts_track_q;
+RESET plan_cache_mode;
+DROP TABLE ts_track_p;
 
 -- timing_source.track_every: the nodes of a random 1 in N executions are
 -- counted, every execution is.  At 1 in 2 over 200 executions, fewer than
@@ -240,6 +316,7 @@ REVOKE ALL ON ts_track_t FROM regress_ts_track_user, regress_ts_track_stats;
 DROP ROLE regress_ts_track_user;
 DROP ROLE regress_ts_track_stats;
 DROP FUNCTION ts_track_f();
+DROP PROCEDURE ts_track_proc();
 DROP FUNCTION ts_track_explain(text);
 DROP FUNCTION ts_track_rows();
 DROP TABLE ts_track_t;
