@@ -220,6 +220,25 @@ ts_core_ticks_unit(void)
 	return ticks_per_ns_scaled;
 }
 
+/*
+ * The unit of the ticks of one of core's clocks, whichever core converts
+ * with now: the system clock's are nanoseconds (0), the TSC's core's
+ * factor for its frequency.  A query's nodes keep reading the clock they
+ * were bound to when a superuser switches timing_clock_source inside it.
+ */
+static inline uint64
+ts_core_clock_unit(bool tsc)
+{
+#if PG_INSTR_TSC_CLOCK
+	if (tsc && !timing_tsc_enabled && timing_tsc_frequency_khz > 0)
+		return ((uint64) (TS_NS_PER_S / 1000) << TICKS_TO_NS_SHIFT) /
+			(uint64) timing_tsc_frequency_khz;
+	if (tsc)
+		return ticks_per_ns_scaled;
+#endif
+	return 0;
+}
+
 /* ticks of the unit "unit" (see above) in nanoseconds, as core converts */
 static inline int64
 ts_core_ticks_to_ns(int64 ticks, uint64 unit)

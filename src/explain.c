@@ -45,8 +45,10 @@ ts_explain_estimate(PlanState *planstate, struct ExplainState *es)
 		StringInfoData buf;
 
 		initStringInfo(&buf);
-		appendStringInfo(&buf, "1 in " UINT64_FORMAT ", " UINT64_FORMAT " sampled calls, ",
-						 est.sample_every, est.sampled_calls);
+		/* the workers' sampled calls do not reach the leader */
+		appendStringInfo(&buf, "1 in " UINT64_FORMAT ", " UINT64_FORMAT " sampled calls%s, ",
+						 est.sample_every, est.sampled_calls,
+						 est.why == TS_ESTIMATE_WORKERS ? " in the leader" : "");
 		if (!est.reliable)
 			appendStringInfoString(&buf, ts_estimate_why_text(est.why));
 		else if (est.total_ns > 0)

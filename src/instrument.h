@@ -81,11 +81,16 @@ ts_clock_accum(TimingClockSource clock, instr_time *counter, int64 ticks,
 	counter->ticks += ticks * (int64) weight;
 }
 
-/* a positive interval of "ticks" in nanoseconds, as core converts now */
+/*
+ * a positive interval of "ticks" of the clock in nanoseconds, in that
+ * clock's unit even after timing_clock_source changed (the variance and
+ * the caps of sampled nodes are summed as the query runs)
+ */
 static inline double
 ts_clock_ticks_ns(TimingClockSource clock, int64 ticks)
 {
-	return (double) ts_core_ticks_to_ns(ticks, ts_core_ticks_unit());
+	return (double) ts_core_ticks_to_ns(ticks,
+										ts_core_clock_unit(clock == TS_CLOCK_TSC));
 }
 
 /*

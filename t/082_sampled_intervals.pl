@@ -177,7 +177,7 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 # ---- EXPLAIN and auto_explain (18+) ----
 SKIP:
 {
-	skip 'EXPLAIN has no per-node hook before 18', 5 if $major < 18;
+	skip 'EXPLAIN has no per-node hook before 18', 6 if $major < 18;
 
 	my $text = $node->safe_psql('postgres', q{
 		SET timing_source.sample_every = 8;
@@ -211,6 +211,22 @@ SKIP:
 	my $log = slurp_file($node->logfile, $offset);
 	like($log, qr/Sampled: 1 in 8, \d+ sampled calls, total \+\/- \d+\.\d%/,
 		'auto_explain: the sampled scan says its interval');
+
+	# a node parallel workers ran counts only the leader's sampled calls
+	# (the workers' do not reach it), and says so
+	my $par = $node->safe_psql('postgres', q{
+		SET max_parallel_workers_per_gather = 2;
+		SET parallel_setup_cost = 0;
+		SET parallel_tuple_cost = 0;
+		SET min_parallel_table_scan_size = 0;
+		SET timing_source.sample_every = 8;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs_big});
+  SKIP:
+	{
+		skip 'no parallel worker was launched', 1 unless $par =~ /Workers Launched: [1-9]/;
+		like($par, qr/^\s*Sampled: 1 in 8, \d+ sampled calls in the leader, no interval for parallel workers' share$/m,
+			'EXPLAIN: a node parallel workers ran says its sampled calls are the leader\'s');
+	}
 }
 
 $node->stop;
