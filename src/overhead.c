@@ -377,6 +377,24 @@ static double ts_overhead_node(PlanState *node, TsPlanEntry *plan,
 static double ts_overhead_subtree(PlanState *node, TsPlanEntry *plan,
 								  bool subtract);
 
+/*
+ * Whether node is a subplan's top that this walk has met already (adding
+ * it to *seen if not).  Several SubPlan expressions can share one
+ * subplan, each partition's scan the one of a correlated subquery, say:
+ * the tree walk reaches it once from each, and the executor lists it
+ * again in es_subplanstates.  Its figures are counted once.
+ */
+static bool
+ts_subplan_seen(List *subplans, List **seen, PlanState *node)
+{
+	if (!list_member_ptr(subplans, node))
+		return false;
+	if (list_member_ptr(*seen, node))
+		return true;
+	*seen = lappend(*seen, node);
+	return false;
+}
+
 /* the initPlan of node whose plan child is, or NULL */
 static SubPlanState *
 ts_init_plan_of(PlanState *node, PlanState *child)
@@ -438,6 +456,7 @@ typedef struct TsPlanLinks
 	int			size;
 	int			parent;			/* while walking */
 	List	   *subplans;		/* the executor's es_subplanstates */
+	List	   *seen;			/* those of them linked already */
 } TsPlanLinks;
 
 #define TS_INIT_PLAN_PASSES 3
@@ -469,14 +488,8 @@ ts_link_node(PlanState *node, void *arg)
 	 * initPlan hung inside it finds its reader there, not a copy of the
 	 * reader in each runner's)
 	 */
-	if (list_member_ptr(l->subplans, node))
-	{
-		for (int i = 0; i < me; i++)
-		{
-			if (l->links[i].node == node)
-				return false;
-		}
-	}
+	if (ts_subplan_seen(l->subplans, &l->seen, node))
+		return false;
 	l->parent = me;
 	(void) planstate_tree_walker(node, ts_link_node, l);
 	l->parent = save;
@@ -592,6 +605,7 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	l->links = palloc(l->size * sizeof(TsPlanLink));
 	l->parent = -1;
 	l->subplans = plan->entry.queryDesc->estate->es_subplanstates;
+	l->seen = NIL;
 	(void) ts_link_node(top, l);
 	for (int pass = 0; pass < TS_INIT_PLAN_PASSES; pass++)
 	{
@@ -603,24 +617,6 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 		}
 	}
 	plan->links = l;
-}
-
-/*
- * Whether node is a subplan's top that this walk has met already (adding
- * it to *seen if not).  Several SubPlan expressions can share one
- * subplan, each partition's scan the one of a correlated subquery, say:
- * the tree walk reaches it once from each, and the executor lists it
- * again in es_subplanstates.  Its figures are counted once.
- */
-static bool
-ts_subplan_seen(List *subplans, List **seen, PlanState *node)
-{
-	if (!list_member_ptr(subplans, node))
-		return false;
-	if (list_member_ptr(*seen, node))
-		return true;
-	*seen = lappend(*seen, node);
-	return false;
 }
 
 /* the node that runs initPlan sps of node; node itself if not known */
@@ -1212,6 +1208,7 @@ ts_plan_estimate(TsPlanEntry *plan, bool subtract)
 	plan->seen = NIL;
 	list_free_deep(plan->moved);
 	plan->moved = NIL;
+	list_free(plan->links->seen);
 	pfree(plan->links->links);
 	pfree(plan->links);
 	plan->links = NULL;
