@@ -41,7 +41,9 @@
 # plain, sampled 1 in 64 without BUFFERS (s64), with BUFFERS and exact
 # usage (s64+buf, the default), and with timing_source.sample_buffers
 # (s64+est: scan nodes estimate usage from their sampled calls; where the
-# server accepts it, 18 and later), their medians and ratios to plain.
+# server accepts it, 18 and later), and s64+est with
+# timing_source.sample_budget = 4096 (s64+bgt), their medians and ratios
+# to plain.
 #
 # The accuracy of sampled and of exact timing, under the TSC where it is
 # usable, else under the system clock (where the wrappers sample): per
@@ -522,19 +524,22 @@ LOAD 'timing_source';
 # ---- sampled timing with BUFFERS (18's default EXPLAIN ANALYZE) ----
 # sampled_buffers SETUP CLOCK_SQL: interleaved rounds of plain, sampled
 # (1 in 64) without BUFFERS, with BUFFERS and exact usage (the default),
-# and with timing_source.sample_buffers (usage estimated from the sampled
-# calls; where the server accepts the setting, 18 and later), each query
-# in a session of its own; prints the medians and their ratios to plain.
+# with timing_source.sample_buffers (usage estimated from the sampled
+# calls; where the server accepts the setting, 18 and later), and the same
+# with timing_source.sample_budget = 4096 as well (s64bgt: a long node's
+# timed calls thinned; usage exact where sample_buffers is refused), each
+# query in a session of its own; prints the medians and their ratios to
+# plain.
 sampled_buffers() {
 	local setup=$1 clock_sql=$2 entry name settings query script r k n v est=1
-	local -a sbv=(plain s64 s64buf s64est)
+	local -a sbv=(plain s64 s64buf s64est s64bgt)
 	local sb_csv="$csvdir/bench-$stamp-sampled-buffers.csv" raw_csv="$csvdir/bench-$stamp-sampled-buffers-runs.csv"
 	local -a rows=()
 	psql_db -At >/dev/null 2>&1 <<<"$setup
 $clock_sql
-SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf); }
+SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf s64bgt); }
 	echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
-	echo "cpu,postgresql,query,plain,s64,s64buf,s64est,s64_plain,s64buf_plain,s64est_plain" >"$sb_csv"
+	echo "cpu,postgresql,query,plain,s64,s64buf,s64est,s64bgt,s64_plain,s64buf_plain,s64est_plain,s64bgt_plain" >"$sb_csv"
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
 		script=$(
@@ -553,8 +558,12 @@ SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf); }
 						*) echo "SET timing_source.sample_every = 64;" ;;
 					esac
 					[ "$est" = 1 ] && case $v in
-						s64est) echo "SET timing_source.sample_buffers = on;" ;;
+						s64est | s64bgt) echo "SET timing_source.sample_buffers = on;" ;;
 						*) echo "SET timing_source.sample_buffers = off;" ;;
+					esac
+					case $v in
+						s64bgt) echo "SET timing_source.sample_budget = 4096;" ;;
+						*) echo "SET timing_source.sample_budget = 0;" ;;
 					esac
 					echo "\\echo @@ $v $r"
 					case $v in
@@ -568,18 +577,19 @@ SET timing_source.sample_buffers = on;" || { est=0; sbv=(plain s64 s64buf); }
 		)
 		declare -A md=()
 		run_rounds "$name" "$script" "${sbv[@]}"
-		rows+=("$(printf '%-22s %8s %8s %8s %8s | %8s %8s %8s' "$name" \
-			"${md[plain]}" "${md[s64]}" "${md[s64buf]}" "${md[s64est]:-}" \
+		rows+=("$(printf '%-22s %8s %8s %8s %8s %8s | %8s %8s %8s %8s' "$name" \
+			"${md[plain]}" "${md[s64]}" "${md[s64buf]}" "${md[s64est]:-}" "${md[s64bgt]}" \
 			"$(ratio "${md[s64]}" "${md[plain]}")" "$(ratio "${md[s64buf]}" "${md[plain]}")" \
-			"$(ratio "${md[s64est]:-}" "${md[plain]}")")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",${md[plain]},${md[s64]},${md[s64buf]},${md[s64est]:-},$(ratio "${md[s64]}" "${md[plain]}"),$(ratio "${md[s64buf]}" "${md[plain]}"),$(ratio "${md[s64est]:-}" "${md[plain]}")" >>"$sb_csv"
+			"$(ratio "${md[s64est]:-}" "${md[plain]}")" "$(ratio "${md[s64bgt]}" "${md[plain]}")")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",${md[plain]},${md[s64]},${md[s64buf]},${md[s64est]:-},${md[s64bgt]},$(ratio "${md[s64]}" "${md[plain]}"),$(ratio "${md[s64buf]}" "${md[plain]}"),$(ratio "${md[s64est]:-}" "${md[plain]}"),$(ratio "${md[s64bgt]}" "${md[plain]}")" >>"$sb_csv"
 		unset md
 	done
 	echo
-	echo "Sampled timing (1 in 64) with BUFFERS: exact usage (the default) and timing_source.sample_buffers"
-	echo "(usage estimated from the sampled calls$([ "$est" = 1 ] || echo '; not accepted by this server, empty')); medians in ms of $reps rounds, ratios to plain:"
-	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s\n' query plain s64 's64+buf' 's64+est' 's64/' 's64+buf/' 's64+est/'
-	printf '%-22s %8s %8s %8s %8s | %8s %8s %8s\n' '' '' '' '' '' plain plain plain
+	echo "Sampled timing (1 in 64) with BUFFERS: exact usage (the default), timing_source.sample_buffers"
+	echo "(usage estimated from the sampled calls$([ "$est" = 1 ] || echo '; not accepted by this server, empty')) and that with"
+	echo "timing_source.sample_budget = 4096 (s64+bgt$([ "$est" = 1 ] || echo ', usage exact')); medians in ms of $reps rounds, ratios to plain:"
+	printf '%-22s %8s %8s %8s %8s %8s | %8s %8s %8s %8s\n' query plain s64 's64+buf' 's64+est' 's64+bgt' 's64/' 's64+buf/' 's64+est/' 's64+bgt/'
+	printf '%-22s %8s %8s %8s %8s %8s | %8s %8s %8s %8s\n' '' '' '' '' '' '' plain plain plain plain
 	printf '%s\n' "${rows[@]}"
 	echo "CSV: $sb_csv"
 	echo "     $raw_csv"

@@ -352,8 +352,10 @@ timing_source_compare(PG_FUNCTION_ARGS)
 			ts_instrument_samples(m == MODE_TSC);
 		have_margin[m] = sampled[m];
 		if (sampled[m])
-			options[m] = psprintf("%s; timing_source.sample_every = %d",
-								  options[m], ts_sample_every);
+			options[m] = psprintf("%s; timing_source.sample_every = %d%s",
+								  options[m], ts_sample_every,
+								  ts_sample_budget > 0 ?
+								  psprintf(", sample_budget = %d", ts_sample_budget) : "");
 	}
 	for (int m = 0; m < nmodes; m++)
 	{

@@ -45,9 +45,14 @@ ts_explain_estimate(PlanState *planstate, struct ExplainState *es)
 		StringInfoData buf;
 
 		initStringInfo(&buf);
+		appendStringInfo(&buf, "1 in " UINT64_FORMAT, est.sample_every);
+		/* past sample_budget's share of calls: the rate it ended at */
+		if (est.thinned_to > 0)
+			appendStringInfo(&buf, " thinned to 1 in " UINT64_FORMAT,
+							 est.thinned_to);
 		/* the workers' sampled calls do not reach the leader */
-		appendStringInfo(&buf, "1 in " UINT64_FORMAT ", " UINT64_FORMAT " sampled calls%s, ",
-						 est.sample_every, est.sampled_calls,
+		appendStringInfo(&buf, ", " UINT64_FORMAT " sampled calls%s, ",
+						 est.sampled_calls,
 						 est.why == TS_ESTIMATE_WORKERS ? " in the leader" : "");
 		if (!est.reliable)
 			appendStringInfoString(&buf, ts_estimate_why_text(est.why));
@@ -62,6 +67,9 @@ ts_explain_estimate(PlanState *planstate, struct ExplainState *es)
 	else
 	{
 		ExplainPropertyUInteger("Sampled Every", NULL, est.sample_every, es);
+		if (est.thinned_to > 0)
+			ExplainPropertyUInteger("Sampled Thinned To", NULL,
+									est.thinned_to, es);
 		ExplainPropertyUInteger("Sampled Calls", NULL, est.sampled_calls, es);
 		if (est.reliable)
 			ExplainPropertyFloat("Total Time Margin", "ms",
@@ -130,6 +138,9 @@ ts_explain_plan_timing(PlanState *top, ExplainState *es)
 		if (timing.sample_every > 1)
 			appendStringInfo(&buf, ", sampled 1 in %d calls",
 							 timing.sample_every);
+		if (timing.sample_every > 1 && timing.sample_budget > 0)
+			appendStringInfo(&buf, ", thinned past " INT64_FORMAT " calls a node",
+							 (int64) timing.sample_every * timing.sample_budget);
 		if (timing.subtracted)
 			appendStringInfoString(&buf, ", overhead subtracted");
 		ExplainPropertyText("Timing", buf.data, es);
@@ -145,6 +156,9 @@ ts_explain_plan_timing(PlanState *top, ExplainState *es)
 		if (timing.sample_every > 1)
 			ExplainPropertyInteger("Timing Sampled Every", NULL,
 								   timing.sample_every, es);
+		if (timing.sample_every > 1 && timing.sample_budget > 0)
+			ExplainPropertyInteger("Timing Sample Budget", NULL,
+								   timing.sample_budget, es);
 		ExplainPropertyBool("Timing Overhead Subtracted", timing.subtracted, es);
 	}
 }

@@ -154,7 +154,18 @@ ts_warm_weight(TsInstrumentation *ti, int64 k)
 {
 	uint64		w = (uint64) ((k + TS_WARMUP_CALLS - 1) / TS_WARMUP_CALLS);
 
-	return Min(Max(w, 1), ti->weight);
+	w = Min(Max(w, 1), ti->weight);
+
+	/*
+	 * timing_source.sample_budget B: past N B calls the weight grows on as
+	 * ceil(k / B), which is N + 1 just past it, so the k-th call is timed
+	 * with probability about B / k and a node of K calls times some
+	 * B (1 + ln(K / (N B))) of them.  The weight only grows, as the
+	 * thinning below needs.
+	 */
+	if (unlikely(k > ti->thin_after))
+		w = Max(w, (uint64) ((k + ti->budget - 1) / ti->budget));
+	return w;
 }
 
 /* Calls until the next candidate: geometric with p = 1/w, at least 1 */
@@ -193,8 +204,10 @@ ts_sample_next(TsInstrumentation *ti)
 	 * the gap was drawn at N this call's weight and every later one's are
 	 * N, and the warm-up's divisions can be skipped.  This needs gap_weight
 	 * to start below N, as the bind's ts_warm_weight(1) does for N > 1.
+	 * Past sample_budget's N B calls the weight grows again, and the
+	 * candidates drawn at N or more are thinned as in the warm-up.
 	 */
-	if (likely(ti->gap_weight == ti->weight))
+	if (likely(ti->gap_weight == ti->weight && k <= ti->thin_after))
 	{
 		ti->countdown = ts_sample_gap(ti, ti->weight);
 		ti->gap_sum += ti->countdown;
@@ -1121,6 +1134,8 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	ti = (TsInstrumentation *) node->instrument;
 
 	est->sample_every = ti->weight;
+	est->thinned_to = ti->gap_sum - ti->countdown > ti->thin_after ?
+		ts_warm_weight(ti, ti->gap_sum - ti->countdown) : 0;
 	est->sampled_calls = ti->sampled;
 	est->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
 	est->total_ns = ts_instr_total_ns(node->instrument);
@@ -1233,6 +1248,7 @@ typedef struct TsBindContext
 	int			nrows;			/* nodes bound to a clock-less wrapper */
 	int			nusage[TS_USAGE_WIDE + 1];	/* bound nodes by variant */
 	int			sample_every;	/* > 1: sampled timing */
+	int			sample_budget;	/* timing_source.sample_budget, 0: none */
 	bool		sample_usage;	/* timing_source.sample_buffers applies */
 	bool		probe;			/* exact nodes measure their cost (insitu.h) */
 	bool		profile;		/* a profiled run (profile.h) */
@@ -1314,6 +1330,9 @@ ts_bind_node(PlanState *node, void *context)
 			{
 				ti->weight = (uint64) bc->sample_every;
 				ti->inv_log_q = 1.0 / log1p(-1.0 / (double) bc->sample_every);
+				ti->budget = (uint64) bc->sample_budget;
+				ti->thin_after = bc->sample_budget > 0 ?
+					(int64) bc->sample_every * bc->sample_budget : PG_INT64_MAX;
 				ti->gap_weight = ts_warm_weight(ti, 1);
 				/* ts_sample_next's shortcut relies on it */
 				Assert(ti->gap_weight < ti->weight);
@@ -1415,6 +1434,7 @@ ts_plan_timing(PlanState *node, TsPlanTiming *timing)
 		return false;
 	timing->clock = plan->set->clock;
 	timing->sample_every = plan->sample_every;
+	timing->sample_budget = plan->sample_budget;
 	timing->subtracted = plan->subtract && plan->sample_every <= 1;
 	return true;
 }
@@ -1463,6 +1483,9 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	memset(bc.nusage, 0, sizeof(bc.nusage));
 	bc.sample_usage = ts_sample_buffers && bc.sample_every > 1 &&
 		!ts_tracked_statement(queryDesc);
+	/* like sample_buffers, the session's own sampling only */
+	bc.sample_budget = bc.sample_every > 1 && !ts_tracked_statement(queryDesc) ?
+		ts_sample_budget : 0;
 	bc.nsampled_usage = 0;
 
 	/*
@@ -1495,7 +1518,8 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 				(errmsg_internal("timing_source: %d plan nodes timed with the %s%s",
 								 bc.ntimed,
 								 clock == TS_CLOCK_SYSTEM ? "system clock" : "TSC",
-								 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls", bc.sample_every) : "")));
+								 bc.sample_every > 1 ? psprintf(", sampled 1 in %d calls%s", bc.sample_every,
+																bc.sample_budget > 0 ? psprintf(", budget %d", bc.sample_budget) : "") : "")));
 	else
 		ereport(DEBUG1,
 				(errmsg_internal("timing_source: %d plan nodes counted without a clock",
@@ -1530,6 +1554,7 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 
 		plan->set = bc.set;
 		plan->sample_every = bc.sample_every;
+		plan->sample_budget = bc.sample_budget;
 		plan->subtract = ts_subtract_overhead;
 	}
 #ifdef TS_HAVE_WATCHDOG

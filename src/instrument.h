@@ -301,6 +301,7 @@ typedef struct TsPlanTiming
 {
 	TimingClockSource clock;
 	int			sample_every;	/* > 1: sampled */
+	int			sample_budget;	/* timing_source.sample_budget, 0: none */
 	bool		subtracted;		/* overhead removed from printed times */
 } TsPlanTiming;
 
@@ -347,6 +348,8 @@ typedef enum TsEstimateWhy
 typedef struct TsSampleEstimate
 {
 	uint64		sample_every;	/* N */
+	uint64		thinned_to;		/* past N B calls (sample_budget): the last
+								 * call's weight; else 0 */
 	uint64		sampled_calls;	/* calls timed at a weight above 1 */
 	uint64		other_calls;	/* calls after the first of each loop, the
 								 * ones that could be sampled (leader's) */
@@ -368,14 +371,6 @@ typedef struct TsSampleEstimate
  * all of whose calls were timed at weight 1 is exact.
  */
 #define TS_MIN_SAMPLED_CALLS	30
-
-/*
- * A sampled node's first calls after the first of their loop, timed
- * exactly before the probability falls towards 1 in N (instrument.c,
- * ts_warm_weight).  As many as an interval needs, so that a node of a few
- * hundred calls has one.
- */
-#define TS_WARMUP_CALLS		30
 
 /*
  * The smallest margin an estimate that left calls out or weighted

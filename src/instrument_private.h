@@ -72,6 +72,8 @@ typedef struct TsInstrumentation
 	uint64		gap_weight;		/* 1 / the probability the gap to that
 								 * candidate was drawn at */
 	double		inv_log_q;		/* 1 / ln(1 - 1/N), for the gap at N */
+	uint64		budget;			/* timing_source.sample_budget B, 0: off */
+	int64		thin_after;		/* N B: calls past it weigh ceil(k / B) */
 	int64		node_start;		/* clock reading at the node's first call,
 								 * 0 before it */
 	double		prev_loops_ns;	/* the estimate of the loops before this one */
@@ -213,6 +215,7 @@ typedef struct TsPlanEntry
 	TsQueryEntry entry;			/* must be first */
 	const TsWrapperSet *set;
 	int			sample_every;
+	int			sample_budget;
 	bool		subtract;
 	bool		estimated;		/* the estimate has been made */
 	double		call_ns;		/* the plan's measured cost of a timed call

@@ -67,6 +67,7 @@ static const struct config_enum_entry server_source_options[] = {
 static int	session_source = TS_CLOCK_DEFAULT;
 static int	server_source = TS_CLOCK_AUTO;
 int			ts_sample_every = 1;
+int			ts_sample_budget = 0;
 bool		ts_subtract_overhead = false;
 bool		ts_sample_buffers = false;
 bool		ts_node_wrappers = true;
@@ -91,6 +92,7 @@ static TimestampTz seen_reload_time = 0;
 void		_PG_init(void);
 static void ts_define_clock_settings(void);
 static bool ts_check_sample_buffers(bool *newval, void **extra, GucSource source);
+static bool ts_check_sample_budget(int *newval, void **extra, GucSource source);
 
 void
 ts_ensure_detected(void)
@@ -462,6 +464,26 @@ ts_check_sample_buffers(bool *newval, void **extra, GucSource source)
 #endif
 }
 
+/*
+ * timing_source.sample_budget: 0, or at least TS_MIN_SAMPLE_BUDGET (which
+ * is also above the warm-up's calls, so that the weight it gives the k-th
+ * call, k / budget, never exceeds the warm-up's k / TS_WARMUP_CALLS)
+ */
+StaticAssertDecl(TS_MIN_SAMPLE_BUDGET >= TS_WARMUP_CALLS,
+				 "a budget's weights must stay below the warm-up's");
+
+static bool
+ts_check_sample_budget(int *newval, void **extra, GucSource source)
+{
+	if (*newval == 0 || *newval >= TS_MIN_SAMPLE_BUDGET)
+		return true;
+	GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+	GUC_check_errdetail("timing_source.sample_budget must be 0 (off) or at least %d.",
+						TS_MIN_SAMPLE_BUDGET);
+	GUC_check_errhint("Fewer sampled calls before a node is thinned leave its interval too uncertain to hold.");
+	return false;
+}
+
 static const char *
 show_session_source(void)
 {
@@ -526,6 +548,20 @@ _PG_init(void)
 							PGC_USERSET,
 							0,
 							NULL, NULL, NULL);
+
+	DefineCustomIntVariable("timing_source.sample_budget",
+							"With sampled timing, times the calls of a node past sample_every times this many more rarely.",
+							"0 (the default) times 1 in timing_source.sample_every calls of a node however "
+							"many it has.  With B > 0, once a node has had sample_every x B calls, its k-th "
+							"call is timed with probability B / k: its timed calls then grow with the "
+							"logarithm of its calls rather than in proportion, so sampling a long scan costs "
+							"about what sampling a short one does, and its interval stops narrowing at a "
+							"few percent.",
+							&ts_sample_budget,
+							0, 0, PG_INT32_MAX,
+							PGC_USERSET,
+							0,
+							ts_check_sample_budget, NULL, NULL);
 
 	DefineCustomBoolVariable("timing_source.subtract_overhead",
 							 "Removes the estimated cost of timing itself from exactly timed plan nodes' times.",

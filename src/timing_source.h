@@ -94,6 +94,29 @@ extern bool ts_core_owns_setting;
 extern int	ts_sample_every;
 
 /*
+ * timing_source.sample_budget: past N times this many calls, a sampled
+ * node's k-th call is timed with probability budget / k (0: never)
+ */
+extern int	ts_sample_budget;
+
+/*
+ * A sampled node's first calls after the first of their loop, timed
+ * exactly before the probability falls towards 1 in N (instrument.c,
+ * ts_warm_weight).  As many as an interval needs, so that a node of a few
+ * hundred calls has one.
+ */
+#define TS_WARMUP_CALLS		30
+
+/*
+ * The smallest timing_source.sample_budget: a node is thinned only after
+ * this many sampled calls at 1 in N, so that its estimate never rests on
+ * fewer than a node of as many calls times N gets without a budget.  A
+ * few dozen let a node's rare long calls be caught so seldom, each at a
+ * weight in the tens, that its intervals held in well under 90% of runs.
+ */
+#define TS_MIN_SAMPLE_BUDGET	1000
+
+/*
  * timing_source.subtract_overhead: remove the estimated instrumentation
  * cost from exactly timed nodes' printed times
  */

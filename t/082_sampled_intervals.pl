@@ -71,7 +71,10 @@ $node->safe_psql('postgres', q{
 		SELECT i, CASE WHEN i % 10 = 0 THEN 240000 ELSE 8000 END AS d
 		  FROM generate_series(1, 20000) i;
 	CREATE TABLE durs_few AS SELECT * FROM durs WHERE i <= 60;
-	VACUUM ANALYZE durs, durs_big, durs_few;
+	CREATE TABLE durs_thin AS
+		SELECT i, CASE WHEN i % 10 = 0 THEN 24000 ELSE 800 END AS d
+		  FROM generate_series(1, 20000) i;
+	VACUUM ANALYZE durs, durs_big, durs_few, durs_thin;
 });
 my $major = $node->safe_psql('postgres', q{SELECT current_setting('server_version_num')::int / 10000});
 my $samples = wrappers_sample($node);
@@ -80,8 +83,10 @@ note 'sessions time with ' . $node->safe_psql('postgres', 'SHOW timing_clock_sou
 # the scan's row of one run: total_ms, margin_ms, reliable, sampled_calls, execution_ms
 sub scan_run
 {
-	my ($table, $n) = @_;
+	my ($table, $n, $budget) = @_;
+	$budget //= 0;
 	my $out = $node->safe_psql('postgres', qq{
+		SET timing_source.sample_budget = $budget;
 		SELECT total_ms, coalesce(margin_ms::text, ''), estimate_reliable,
 		       sampled_calls, execution_ms, coalesce(sample_every::text, '')
 		  FROM timing_source_explain_nodes(
@@ -142,6 +147,48 @@ note sprintf('median margin %.1f%% with 20,000 calls, %.1f%% with 2,000',
 	100 * $med_big, 100 * $med_small);
 cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower interval');
 
+# ---- timing_source.sample_budget: fewer sampled calls, intervals that still hold ----
+# durs_thin: 20,000 calls of a tenth of durs' lengths (a run of some 0.1 s
+# natively), at 1 in 4 with a budget of 1,000: past call 4,000 the k-th is
+# timed with probability 1,000 / k, at weights up to 20, about 2,600
+# sampled calls where 1 in 4 alone times some 5,000.  Its rare long calls
+# are caught at those weights, so its intervals are wider, and must still
+# hold.  False failure as above (200 runs).
+{
+	my ($covered_b, $unreliable_b) = (0, 0);
+	my @calls_b;
+	for my $r (1 .. $runs)
+	{
+		my ($total, $margin, $reliable, $calls, $exec) = scan_run('durs_thin', 4, 1000);
+		push @calls_b, $calls;
+		if ($reliable ne 't' || $margin eq '')
+		{
+			$unreliable_b++;
+			next;
+		}
+		if (abs($total - $exec) <= $margin)
+		{
+			$covered_b++;
+		}
+		else
+		{
+			note sprintf('budget run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
+				$r, $total, $exec, $margin, $calls);
+		}
+	}
+	my (undef, undef, undef, $calls_full) = scan_run('durs_thin', 4);
+	@calls_b = sort { $a <=> $b } @calls_b;
+	my $med_calls_b = $calls_b[ int(@calls_b / 2) ];
+	note sprintf('budget 1,000: coverage %d of %d runs, median %d sampled calls; without it %d',
+		$covered_b, $runs, $med_calls_b, $calls_full);
+	is($unreliable_b, 0, '20,000 calls at 1 in 4, budget 1,000: every run has an interval');
+	cmp_ok($covered_b, '>=', 0.9 * $runs,
+		'budget 1,000: the 95% interval covers the truth in at least 90% of the runs');
+	cmp_ok($med_calls_b, '<', 0.7 * $calls_full,
+		'budget 1,000: far fewer sampled calls than 1 in 4 alone');
+	cmp_ok($med_calls_b, '>', 1500, 'budget 1,000: thinned, not stopped');
+}
+
 # ---- too few sampled calls: no interval ----
 {
 	# 60 rows: the first call, then 60 more (the last returns no row), 30
@@ -177,7 +224,7 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 # ---- EXPLAIN and auto_explain (18+) ----
 SKIP:
 {
-	skip 'EXPLAIN has no per-node hook before 18', 6 if $major < 18;
+	skip 'EXPLAIN has no per-node hook before 18', 10 if $major < 18;
 
 	my $text = $node->safe_psql('postgres', q{
 		SET timing_source.sample_every = 8;
@@ -202,6 +249,34 @@ SKIP:
 		EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) SELECT md5(repeat('x', d)) FROM durs_few}))->[0]{Plan};
 	ok(!$jfew->{'Estimate Reliable'} && !exists $jfew->{'Total Time Margin'},
 		'EXPLAIN (FORMAT JSON): no margin where there is no interval');
+
+	# a node thinned by timing_source.sample_budget says at what rate it
+	# ended (its last call, about 20,000, at weight ceil(k / 1,000)), and
+	# the plan when its nodes are thinned
+	my $thin = $node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 4;
+		SET timing_source.sample_budget = 1000;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs_thin});
+	like($thin, qr/^\s*Sampled: 1 in 4 thinned to 1 in 2[01], \d+ sampled calls, total \+\/- \d+\.\d%$/m,
+		'EXPLAIN: a thinned node says the rate it ended at');
+	like($thin, qr/^\s*Timing: .*, sampled 1 in 4 calls, thinned past 4000 calls a node$/m,
+		'EXPLAIN: the plan says past how many calls its nodes are thinned')
+	  or diag $thin;
+	my $jthin = decode_json($node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 4;
+		SET timing_source.sample_budget = 1000;
+		EXPLAIN (ANALYZE, COSTS OFF, FORMAT JSON) SELECT md5(repeat('x', d)) FROM durs_thin}))->[0];
+	ok(($jthin->{Plan}{'Sampled Thinned To'} // 0) >= 20 && $jthin->{Plan}{'Sampled Thinned To'} <= 21
+		  && ($jthin->{Plan}{'Timing Sample Budget'} // 0) == 1000,
+		'EXPLAIN (FORMAT JSON): the thinned rate and the budget')
+	  or diag explain $jthin;
+	# a node of fewer calls than 4 x 1,000 is not thinned, and says nothing of it
+	my $unthinned = $node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 4;
+		SET timing_source.sample_budget = 1000;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs});
+	like($unthinned, qr/^\s*Sampled: 1 in 4, \d+ sampled calls, total/m,
+		'EXPLAIN: a node short of the budget is not thinned');
 
 	my $offset = -s $node->logfile;
 	$node->safe_psql('postgres', q{

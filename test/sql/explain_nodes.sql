@@ -133,6 +133,30 @@ SELECT CASE WHEN ts_wrappers_sample()
        count(*) AS runs
   FROM generate_series(1, 20) r,
        LATERAL timing_source_explain_nodes('SELECT * FROM en_31 WHERE g > -' || r, 64) n;
+-- timing_source.sample_budget: 0 (off) or at least 1,000 sampled calls
+-- before a node is thinned
+SELECT ts_error_of($$SET timing_source.sample_budget = 999$$);
+SELECT ts_error_of($$SET timing_source.sample_budget = -1$$);
+SHOW timing_source.sample_budget;
+-- with a budget of 1,000 at 1 in 4, the scan's calls past 4,000 are timed
+-- with probability 1,000 / k: about 2,600 sampled calls of its 20,000
+-- (some 1,000 up to call 4,000, 1,000 ln(20,000 / 4,000) = 1,609 after
+-- it), where 1 in 4 alone samples some 5,000; each count is a sum of
+-- independent draws, whose spread is about 50
+CREATE TEMP TABLE en_thin AS SELECT g FROM generate_series(1, 20000) g;
+SET timing_source.sample_budget = 1000;
+SELECT CASE WHEN ts_wrappers_sample()
+            THEN n.sampled_calls BETWEEN 2000 AND 3500 AND n.estimate_reliable
+            ELSE n.sample_every IS NULL END AS budget_thins
+  FROM timing_source_explain_nodes('SELECT count(*) FROM en_thin', 4) n
+ WHERE n.node_type = 'Seq Scan';
+RESET timing_source.sample_budget;
+SELECT CASE WHEN ts_wrappers_sample()
+            THEN n.sampled_calls BETWEEN 4500 AND 5500
+            ELSE n.sample_every IS NULL END AS no_budget_no_thinning
+  FROM timing_source_explain_nodes('SELECT count(*) FROM en_thin', 4) n
+ WHERE n.node_type = 'Seq Scan';
+
 -- privileges: monitoring roles only
 SELECT has_function_privilege('public', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS public_may,
        has_function_privilege('pg_monitor', 'timing_source_explain_nodes(text, int)', 'EXECUTE') AS pg_monitor_may;
