@@ -104,30 +104,42 @@ if (!$samples)
 	exit;
 }
 
-# ---- coverage ----
-my ($runs, $covered, $unreliable) = (200, 0, 0);
-my @rel;
-for my $r (1 .. $runs)
+# coverage(LABEL, TABLE, N, BUDGET): $runs runs of the scan; returns the
+# runs covered, the runs without an interval, and the sorted relative
+# margins and sampled calls
+my $runs = 200;
+
+sub coverage
 {
-	my ($total, $margin, $reliable, $calls, $exec) = scan_run('durs', 8);
-	if ($reliable ne 't' || $margin eq '')
+	my ($label, $table, $n, $budget) = @_;
+	my ($covered, $unreliable) = (0, 0);
+	my (@rel, @calls);
+	for my $r (1 .. $runs)
 	{
-		$unreliable++;
-		next;
+		my ($total, $margin, $reliable, $calls, $exec) = scan_run($table, $n, $budget);
+		push @calls, $calls;
+		if ($reliable ne 't' || $margin eq '')
+		{
+			$unreliable++;
+			next;
+		}
+		if (abs($total - $exec) <= $margin)
+		{
+			$covered++;
+		}
+		else
+		{
+			note sprintf('%s run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
+				$label, $r, $total, $exec, $margin, $calls);
+		}
+		push @rel, $margin / $total;
 	}
-	if (abs($total - $exec) <= $margin)
-	{
-		$covered++;
-	}
-	else
-	{
-		note sprintf('run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
-			$r, $total, $exec, $margin, $calls);
-	}
-	push @rel, $margin / $total;
+	return ($covered, $unreliable, [ sort { $a <=> $b } @rel ], [ sort { $a <=> $b } @calls ]);
 }
-my @sorted = sort { $a <=> $b } @rel;
-my $med_small = $sorted[ int(@sorted / 2) ];
+
+# ---- coverage ----
+my ($covered, $unreliable, $sorted) = coverage('1 in 8', 'durs', 8);
+my $med_small = $sorted->[ int(@$sorted / 2) ];
 note sprintf('coverage %d of %d runs, median margin %.1f%% of the total',
 	$covered, $runs, 100 * $med_small);
 is($unreliable, 0, '2,000 calls at 1 in 8: every run has an interval');
@@ -155,32 +167,11 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 # are caught at those weights, so its intervals are wider, and must still
 # hold.  False failure as above (200 runs).
 {
-	my ($covered_b, $unreliable_b) = (0, 0);
-	my @calls_b;
-	for my $r (1 .. $runs)
-	{
-		my ($total, $margin, $reliable, $calls, $exec) = scan_run('durs_thin', 4, 1000);
-		push @calls_b, $calls;
-		if ($reliable ne 't' || $margin eq '')
-		{
-			$unreliable_b++;
-			next;
-		}
-		if (abs($total - $exec) <= $margin)
-		{
-			$covered_b++;
-		}
-		else
-		{
-			note sprintf('budget run %d missed: estimate %.3f ms, truth %.3f ms, margin %.3f ms, %d sampled calls',
-				$r, $total, $exec, $margin, $calls);
-		}
-	}
+	my ($covered_b, $unreliable_b, $rel_b, $calls_b) = coverage('budget', 'durs_thin', 4, 1000);
 	my (undef, undef, undef, $calls_full) = scan_run('durs_thin', 4);
-	@calls_b = sort { $a <=> $b } @calls_b;
-	my $med_calls_b = $calls_b[ int(@calls_b / 2) ];
-	note sprintf('budget 1,000: coverage %d of %d runs, median %d sampled calls; without it %d',
-		$covered_b, $runs, $med_calls_b, $calls_full);
+	my $med_calls_b = $calls_b->[ int(@$calls_b / 2) ];
+	note sprintf('budget 1,000: coverage %d of %d runs, median %d sampled calls, median margin %.1f%%; without it %d sampled calls',
+		$covered_b, $runs, $med_calls_b, 100 * $rel_b->[ int(@$rel_b / 2) ], $calls_full);
 	is($unreliable_b, 0, '20,000 calls at 1 in 4, budget 1,000: every run has an interval');
 	cmp_ok($covered_b, '>=', 0.9 * $runs,
 		'budget 1,000: the 95% interval covers the truth in at least 90% of the runs');
