@@ -74,7 +74,7 @@ prof AS (
 	-- run can have more ticks than the top (t/100's scale 0.002 on 19
 	-- once): its share above 1 is reported as it is, its standard error
 	-- as 0 rather than the square root of a negative number
-	SELECT q, node_id, share, sqrt(greatest(share * (1 - share), 0) / top_ticks) AS share_se
+	SELECT q, node_id, share, sqrt(greatest(share * (1 - share), 0) / nullif(top_ticks, 0)) AS share_se
 	  FROM (SELECT q, node_id, ticks / nullif(top_ticks, 0) AS share, top_ticks
 			  FROM (SELECT q, node_id, sum(ticks)::float8 AS ticks,
 						   max(sum(ticks)) FILTER (WHERE node_id = 1) OVER (PARTITION BY q)::float8 AS top_ticks
