@@ -1134,10 +1134,10 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 	ti = (TsInstrumentation *) node->instrument;
 
 	est->sample_every = ti->weight;
-	est->thinned_to = ti->gap_sum - ti->countdown > ti->thin_after ?
-		ts_warm_weight(ti, ti->gap_sum - ti->countdown) : 0;
 	est->sampled_calls = ti->sampled;
 	est->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
+	est->thinned_to = (int64) est->other_calls > ti->thin_after ?
+		ts_warm_weight(ti, (int64) est->other_calls) : 0;
 	est->total_ns = ts_instr_total_ns(node->instrument);
 	est->capped_ns = ti->capped_ns;
 	est->margin_ns = 1.96 * sqrt(ti->var_ns2) + ti->capped_ns;
