@@ -6,8 +6,8 @@
 # t/100 runs the whole bench, whose figures no test can foresee; here each
 # expected figure follows from the rows inserted below.
 #
-# The report needs no timing_source: it reads tpch_run.obs, laid out as
-# scripts/tpch/runner.sql creates it, and tpch_run.queries.
+# The report needs no timing_source: it reads tpch_run.obs, created here
+# by the run's own scripts/tpch/obs.sql, and tpch_run.queries.
 #
 use strict;
 use warnings;
@@ -17,7 +17,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use FindBin;
 
-my $report = "$FindBin::RealBin/../scripts/tpch/report.sql";
+my $tpch = "$FindBin::RealBin/../scripts/tpch";
 
 my $node = PostgreSQL::Test::Cluster->new('tpch_report');
 $node->init;
@@ -34,15 +34,11 @@ $node->start;
 #              intervals hold 60
 #   profile    Q1: node 1 10 ticks a run, node 2 12 (a share of 1.2);
 #              Q2: no tick at all
-my $setup = q{
-CREATE SCHEMA tpch_run;
+my $setup = qq{
+\\i $tpch/obs.sql
 CREATE TABLE tpch_run.queries (q int PRIMARY KEY, title text);
 INSERT INTO tpch_run.queries VALUES (1, 'first'), (2, 'second');
-CREATE TABLE tpch_run.obs (
-	q int NOT NULL, mode text NOT NULL, run int NOT NULL, wall_ms float8 NOT NULL,
-	exec_ms float8, node_id int, parent_id int, node_type text, relation text,
-	loops numeric, total_ms float8, margin_ms float8, sampled_calls bigint,
-	reliable boolean, every int, check_ms float8, ticks bigint);
+} . q{
 INSERT INTO tpch_run.obs (q, mode, run, wall_ms, exec_ms)
 SELECT q, m, r, CASE WHEN r = 0 THEN 1000 WHEN m = 'plain' THEN 95 ELSE 101 END,
 	   CASE WHEN m = 'untimed' THEN CASE WHEN r = 0 THEN 1000 ELSE 100 END END
@@ -70,13 +66,13 @@ SELECT set_config('tpch.sample', '64', false), set_config('tpch.ref', '128', fal
 	   set_config('tpch.ref_se_max', '2', false) \\gset
 \\set ref 128
 \\set ref_se_max 2
-\\i $report
+\\i $tpch/report.sql
 }, on_error_stop => 1);
 is($ret, 0, 'the report runs to its end') or diag($err);
 like($out, qr/^Targets:$/m, 'and prints its targets');
 is($err, '', 'with nothing on stderr');
 
-# one row of node_stats, as "name=value" pairs
+# one row of node_stats: column name => its value rounded, or "null"
 sub node_row
 {
 	my ($q, $node_id, @cols) = @_;
