@@ -695,6 +695,64 @@ ts_participants(PlanState *node)
 }
 
 /*
+ * What a node's figures, summed over the processes that ran it, gained
+ * from each unit of timing cost those processes spent in it.  Side by
+ * side on CPUs of their own, each process's times hold its own timing
+ * only: 1.  More processes than CPUs take turns, each running at CPUs /
+ * processes of full speed, so each one's times stretch by that ratio's
+ * inverse, timing included (the summed figures by processes / CPUs of
+ * what timing cost), while the Gather above waits for all of it divided
+ * among the CPUs.
+ */
+static double
+ts_parallel_stretch(PlanState *node)
+{
+	int			procs;
+	int			cpus;
+
+	if (node->worker_instrument == NULL)
+		return 1.0;
+	procs = ts_participants(node);
+	cpus = ts_cpus();
+	if (procs <= cpus)
+		return 1.0;
+	ereport(DEBUG2,
+			(errmsg_internal("timing_source: plan node %d: its timing, summed over %d processes on %d CPUs, stretched their times by %d/%d of it",
+							 node->plan->plan_node_id, procs, cpus, procs, cpus)));
+	return (double) procs / cpus;
+}
+
+/*
+ * Scale a node's accumulated times (after InstrEndLoop) by ratio, in
+ * [0, 1].  Startup is what the first calls of each loop took, overhead
+ * included: scaled as the total is, it stays within it.
+ */
+static void
+ts_scale_times(TsNodeInstr *instr, double ratio)
+{
+	double		left_s = ts_node_total_s(instr) * ratio;
+
+	ts_node_set_times(instr, left_s,
+					  Min(ts_node_startup_s(instr) * ratio, left_s));
+}
+
+/*
+ * Each parallel worker's copy of a node's figures (EXPLAIN VERBOSE's
+ * "Worker N:" lines) loses the share the node's summed total lost: those
+ * lines and the node's own must still add up.
+ */
+static void
+ts_scale_worker_times(PlanState *node, double ratio)
+{
+	TsWorkerInstr *w = node->worker_instrument;
+
+	if (w == NULL)
+		return;
+	for (int i = 0; i < w->num_workers; i++)
+		ts_scale_times(&w->instrument[i], ratio);
+}
+
+/*
  * A probed node (insitu.h): its bare calls go into its total, once, each
  * as long as its probe's timed neighbours (ts_bare_imputed); those of a
  * probe without a usable neighbour (cut short by the end of its loop, or
@@ -1108,24 +1166,21 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 
 	if (ti != NULL)
 	{
+		double		shown = own * ts_parallel_stretch(node);
+
+		/* never more than the node's own total (see above) */
+		shown = Min(shown, total_ns);
+
 		if (subtract && !ti->subtracted)
 		{
 			double		total_s = ts_node_total_s(instr);
-			double		left_s = Max(total_s - own / 1e9, 0.0);
-			double		startup_s = ts_node_startup_s(instr);
+			double		left_s = Max(total_s - shown / 1e9, 0.0);
 
-			/*
-			 * Startup is what the first calls of each loop took, overhead
-			 * included: scaled as the total is, it stays within it.
-			 */
-			if (total_s > 0)
-				startup_s = Min(startup_s * (left_s / total_s), left_s);
-			else
-				startup_s = 0;
-			ts_node_set_times(instr, left_s, startup_s);
+			ts_scale_times(instr, total_s > 0 ? left_s / total_s : 0.0);
+			ts_scale_worker_times(node, total_s > 0 ? left_s / total_s : 0.0);
 			ti->subtracted = true;
 		}
-		ti->overhead_ns = own;
+		ti->overhead_ns = shown;
 	}
 
 	passed_ns = Max(own - (calls - timed_calls) * inside_ns, 0.0) +

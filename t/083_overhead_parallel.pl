@@ -9,7 +9,11 @@
 #
 # The Gather divides what its processes' timing cost among them, or among
 # the CPUs where fewer (processes taking turns stretch each other's wall
-# time); it says so at DEBUG2.
+# time); it says so at DEBUG2.  The nodes below it, whose figures are
+# summed over the processes, are stretched by the same turn-taking: their
+# estimate is scaled by processes / CPUs where the processes are more, and
+# with subtraction on, each worker's own figures ("Worker N:") lose what
+# the node's total lost.
 #
 # Where nothing estimates (a build without the wrappers on 15-18: core
 # times every call), no process may measure at all.
@@ -113,6 +117,70 @@ SKIP:
 		ok($log !~ /its processes' timing divided among/,
 			'nothing is divided where nothing is estimated');
 	}
+}
+
+# Below the Gather the nodes' figures are summed over the processes; where
+# those outnumber the CPUs, each process's times stretch by processes / CPUs
+# of what timing cost, and the estimate says so: the Partial Aggregate's
+# (every process's timing, stretched) is then the processes' count times
+# the top node's (the same timing, waited for by a leader that shares
+# its CPUs), whether or not there are more of them than CPUs.
+SKIP:
+{
+	skip 'no parallel worker was launched, so there is nothing to judge', 1
+	  if $workers == 0;
+	skip 'nothing estimates the timing cost in this build', 1
+	  if $estimated == 0;
+
+	$offset = -s $node->logfile;
+	my ($lpid, $rows) = split /\n/, $node->safe_psql('postgres', qq{
+		SET timing_source.subtract_overhead = on;
+		SELECT pg_backend_pid();
+		WITH nodes AS MATERIALIZED (SELECT * FROM timing_source_explain_nodes('$query', 1))
+		SELECT string_agg(CASE WHEN n.node_id = 1 THEN 'top'
+							   WHEN p.node_type IN ('Gather', 'Gather Merge') THEN 'below'
+							   ELSE n.node_type END
+						  || '=' || coalesce(n.overhead_ms::text, ''), ' ' ORDER BY n.node_id)
+		  FROM nodes AS n LEFT JOIN nodes AS p ON p.node_id = n.parent_id;
+	}), 2;
+	my %ov = $rows =~ /(\w[\w ]*?)=([0-9.]*)(?: |$)/g;
+	my ($procs, $cpus) = slurp_file($node->logfile, $offset) =~
+	  /\[$lpid\] DEBUG:  timing_source: plan node \d+: its processes' timing divided among \d+ \((\d+) processes, (\d+) CPUs\)/;
+	skip 'the Gather ran alone this time (no "divided among" line)', 1
+	  unless defined $procs;
+	my $ratio = ($ov{top} // 0) > 0 ? ($ov{below} // 0) / $ov{top} : 0;
+	ok(abs($ratio - $procs) <= 0.05 * $procs,
+		"the summed nodes' estimate is the processes' count times the top node's: "
+		  . sprintf('%.3f for %d processes on %d CPUs (%s)', $ratio, $procs, $cpus, $rows));
+}
+
+# With overhead subtracted, the workers' own lines (EXPLAIN VERBOSE's
+# "Worker N") lose what the node's summed figures lost: without the
+# leader taking part, the node's total is their sum, as without
+# subtraction.
+SKIP:
+{
+	my $json = $node->safe_psql('postgres', qq{
+		SET timing_source.subtract_overhead = on;
+		SET parallel_leader_participation = off;
+		EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) $query;
+	});
+	my @nodes = (decode_json($json)->[0]{Plan});
+	my @checked;
+	while (my $n = shift @nodes)
+	{
+		push @nodes, @{ $n->{Plans} // [] };
+		next unless @{ $n->{Workers} // [] };
+		my $sum = 0;
+		$sum += $_->{'Actual Total Time'} * $_->{'Actual Loops'} for @{ $n->{Workers} };
+		my $own = $n->{'Actual Total Time'} * $n->{'Actual Loops'};
+		push @checked, sprintf('%s %.3f of %.3f', $n->{'Node Type'}, $sum, $own)
+		  . (abs($sum - $own) <= 0.005 * $own + 0.01 ? '' : ' (off)');
+	}
+	skip 'no parallel worker was launched, so there is nothing to judge', 1
+	  unless @checked;
+	ok(!grep(/\(off\)$/, @checked),
+		"the workers' lines add up to the node's subtracted total: " . join(', ', @checked));
 }
 
 $node->stop;
