@@ -50,17 +50,29 @@ ts_explain_estimate(PlanState *planstate, struct ExplainState *es)
 		if (est.thinned_to > 0)
 			appendStringInfo(&buf, " thinned to 1 in " UINT64_FORMAT,
 							 est.thinned_to);
-		/* the workers' sampled calls do not reach the leader */
-		appendStringInfo(&buf, ", " UINT64_FORMAT " sampled calls%s, ",
-						 est.sampled_calls,
-						 est.why == TS_ESTIMATE_WORKERS ? " in the leader" : "");
-		if (!est.reliable)
-			appendStringInfoString(&buf, ts_estimate_why_text(est.why));
-		else if (est.total_ns > 0)
-			appendStringInfo(&buf, "total +/- %.1f%%",
-							 100.0 * est.margin_ns / est.total_ns);
+		if (est.exact && est.reliable)
+		{
+			/*
+			 * None of its calls stood for others (a top node's one call, an
+			 * inner side's first calls): a measurement, not an estimate
+			 * whose margin happens to be zero
+			 */
+			appendStringInfoString(&buf, ", every call timed");
+		}
 		else
-			appendStringInfo(&buf, "total +/- %.3f ms", est.margin_ns / 1e6);
+		{
+			/* the workers' sampled calls do not reach the leader */
+			appendStringInfo(&buf, ", " UINT64_FORMAT " sampled calls%s, ",
+							 est.sampled_calls,
+							 est.why == TS_ESTIMATE_WORKERS ? " in the leader" : "");
+			if (!est.reliable)
+				appendStringInfoString(&buf, ts_estimate_why_text(est.why));
+			else if (est.total_ns > 0)
+				appendStringInfo(&buf, "total +/- %.1f%%",
+								 100.0 * est.margin_ns / est.total_ns);
+			else
+				appendStringInfo(&buf, "total +/- %.3f ms", est.margin_ns / 1e6);
+		}
 		ExplainPropertyText("Sampled", buf.data, es);
 		pfree(buf.data);
 	}

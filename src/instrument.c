@@ -1145,6 +1145,7 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
 	/* every call timed at weight 1: the first of each loop or the warm-up */
 	exact = (est->other_calls <= ti->warm);
+	est->exact = exact;
 
 	/*
 	 * V^ is the sampling's variance alone; it does not see that timing a

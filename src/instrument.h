@@ -359,6 +359,8 @@ typedef struct TsSampleEstimate
 								 * in margin_ns) */
 	double		check_ns;		/* checked runs: the exact total of the
 								 * leader's calls; else < 0 */
+	bool		exact;			/* every call timed at weight 1 (the
+								 * leader's): margin 0 */
 	bool		reliable;
 	TsEstimateWhy why;
 } TsSampleEstimate;

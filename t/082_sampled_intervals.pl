@@ -215,7 +215,7 @@ cmp_ok($med_big, '<', 0.6 * $med_small, 'ten times the calls: a much narrower in
 # ---- EXPLAIN and auto_explain (18+) ----
 SKIP:
 {
-	skip 'EXPLAIN has no per-node hook before 18', 10 if $major < 18;
+	skip 'EXPLAIN has no per-node hook before 18', 11 if $major < 18;
 
 	my $text = $node->safe_psql('postgres', q{
 		SET timing_source.sample_every = 8;
@@ -228,6 +228,14 @@ SKIP:
 		EXPLAIN (ANALYZE, COSTS OFF) SELECT md5(repeat('x', d)) FROM durs_few});
 	like($few, qr/^\s*Sampled: 1 in 64, \d+ sampled calls, too few calls for an interval$/m,
 		'EXPLAIN: too few calls says so');
+
+	# the aggregate's one call is timed, not estimated: it says so, where
+	# its scan, sampled, states its interval
+	my $agg = $node->safe_psql('postgres', q{
+		SET timing_source.sample_every = 8;
+		EXPLAIN (ANALYZE, COSTS OFF) SELECT count(md5(repeat('x', d))) FROM durs});
+	like($agg, qr/^Aggregate [^\n]*\n(?:\s+(?!->)[^\n]*\n)*?\s+Sampled: 1 in 8, every call timed\n(?:.*\n)*\s+->  Seq Scan on durs [^\n]*\n(?:\s+(?!->)[^\n]*\n)*?\s+Sampled: 1 in 8, \d+ sampled calls, total \+\/- \d+\.\d%\n/,
+		"EXPLAIN: a node every call of which was timed says so; its sampled scan states an interval\n$agg");
 
 	my $json = decode_json($node->safe_psql('postgres', q{
 		SET timing_source.sample_every = 8;
