@@ -1175,9 +1175,10 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 		{
 			double		total_s = ts_node_total_s(instr);
 			double		left_s = Max(total_s - shown / 1e9, 0.0);
+			double		kept = total_s > 0 ? left_s / total_s : 0.0;
 
-			ts_scale_times(instr, total_s > 0 ? left_s / total_s : 0.0);
-			ts_scale_worker_times(node, total_s > 0 ? left_s / total_s : 0.0);
+			ts_scale_times(instr, kept);
+			ts_scale_worker_times(node, kept);
 			ti->subtracted = true;
 		}
 		ti->overhead_ns = shown;
