@@ -58,7 +58,9 @@
 # node's exact, sampled and ref totals over untimed, and the largest
 # deviation of sampled and of exact from the reference among nodes whose
 # reference is >= 1 ms; where timing_source.subtract_overhead exists, the
-# same for exact timing with it on ("subtracted").  Then the reference
+# same for exact timing with it on ("subtracted"), its top node also
+# paired by round (each round's over the same round's untimed run, the
+# median of those: "pd").  Then the reference
 # itself is checked: one scan under parents of growing per-row work (and
 # alone), every mode's figure of the scan; a figure that grows with the
 # parent's work counts part of it.
@@ -760,7 +762,7 @@ if [ -n "$samp_src" ]; then
 	can_sub=false
 	[ "$(psql_db -At -c "SELECT current_setting('timing_source.subtract_overhead', true) IS NOT NULL")" = t ] &&
 		can_sub=true
-	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct" >"$acc_csv"
+	echo "cpu,postgresql,query,nodes,top_exact_over_untimed,top_sampled_over_untimed,top_ref_over_untimed,worst_node_sampled_vs_ref_pct,worst_node_exact_vs_ref_pct,nodes_over_1ms,top_subtracted_over_untimed,worst_node_subtracted_vs_ref_pct,top_subtracted_over_untimed_paired" >"$acc_csv"
 	declare -a table3
 	for entry in "${queries[@]}"; do
 		IFS='|' read -r name settings query <<<"$entry"
@@ -785,7 +787,7 @@ if [ -n "$samp_src" ]; then
 				RETURN ARRAY(SELECT (p ->> 'Actual Total Time')::float8 * (p ->> 'Actual Loops')::float8
 							   FROM jsonb_path_query(d, 'strict \$.**?(exists(@."Actual Loops"))') AS p);
 			END \$\$;
-			CREATE TEMP TABLE runs (every int, totals float8[]);
+			CREATE TEMP TABLE runs (r int, every int, totals float8[]);
 			SELECT pg_temp.node_totals(\$q\$$query\$q\$, 1) IS NOT NULL AS warm \gset
 			DO \$\$
 			DECLARE
@@ -797,7 +799,7 @@ if [ -n "$samp_src" ]; then
 			BEGIN
 				FOR r IN 1..$reps LOOP
 					FOR k IN 0..n - 1 LOOP
-						INSERT INTO runs SELECT order_[1 + (k + r) % n], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % n]);
+						INSERT INTO runs SELECT r, order_[1 + (k + r) % n], pg_temp.node_totals(\$q\$$query\$q\$, order_[1 + (k + r) % n]);
 					END LOOP;
 				END LOOP;
 			END \$\$;
@@ -811,6 +813,13 @@ if [ -n "$samp_src" ]; then
 				 GROUP BY n),
 			untimed AS (
 				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY totals[1]) AS ms FROM runs WHERE every = 0),
+			-- each round's subtracted top node over the same round's
+			-- untimed run: what the machine's slow and fast phases,
+			-- which the medians of separate runs can straddle, leave alone
+			paired AS (
+				SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s.totals[1] / u.totals[1]) AS ratio
+				  FROM runs s JOIN runs u USING (r)
+				 WHERE s.every = -1 AND u.every = 0),
 			ref AS (
 				SELECT n, exact, sampled, ref_mean, subtracted,
 					   CASE WHEN n = 1 THEN (SELECT ms FROM untimed) ELSE ref_mean END AS reference
@@ -823,23 +832,25 @@ if [ -n "$samp_src" ]; then
 				   to_char(coalesce(max(abs(exact / reference - 1) * 100) FILTER (WHERE reference >= 1), 0), 'FM990.0'),
 				   count(*) FILTER (WHERE reference >= 1),
 				   coalesce(to_char(max(subtracted / reference) FILTER (WHERE n = 1), 'FM0.000'), '-'),
-				   coalesce(to_char(max(abs(subtracted / reference - 1) * 100) FILTER (WHERE reference >= 1), 'FM990.0'), '-')
+				   coalesce(to_char(max(abs(subtracted / reference - 1) * 100) FILTER (WHERE reference >= 1), 'FM990.0'), '-'),
+				   coalesce((SELECT to_char(ratio, 'FM0.000') FROM paired), '-')
 			  FROM ref;
 		EOF
 		)
-		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big sub_untimed worst_sub <<<"$acc"
-		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
-			"$sub_untimed" "$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$worst_sub" "$big")")
-		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big,${sub_untimed/#-/},${worst_sub/#-/}" >>"$acc_csv"
+		read -r nodes exact_untimed samp_untimed ref_untimed worst_s worst_e big sub_untimed worst_sub sub_paired <<<"$acc"
+		table3+=("$(printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %12s %10s' "$name" "$nodes" "$exact_untimed" \
+			"$sub_untimed" "$sub_paired" "$samp_untimed" "$ref_untimed" "$worst_s" "$worst_e" "$worst_sub" "$big")")
+		echo "\"$cpu\",\"$pgver\",\"$name\",$nodes,$exact_untimed,$samp_untimed,$ref_untimed,$worst_s,$worst_e,$big,${sub_untimed/#-/},${worst_sub/#-/},${sub_paired/#-/}" >>"$acc_csv"
 	done
 	echo
 	echo "Sampled (1 in 64) and exact timing, $(clock_name "$samp_src"), against references without exact timing's cost, per-node total time,"
 	echo "medians of $reps runs each; untimed = Execution Time under TIMING OFF (the top node's reference), ref = mean of"
 	echo "$((3 * reps)) runs sampled at 1 in 256 (the other nodes' reference; its top node against untimed checks it):"
-	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here):"
-	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'top sampled/' 'top ref/' \
+	echo "subtracted = exact with timing_source.subtract_overhead on ('-': the setting does not exist here); pd = paired:"
+	echo "the median of each round's subtracted top node over the same round's untimed run:"
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %12s %10s\n' query nodes 'top exact/' 'subtracted/' 'subtracted/' 'top sampled/' 'top ref/' \
 		'worst node' 'worst node' 'worst node' 'nodes'
-	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed untimed untimed 'sampled %' 'exact %' \
+	printf '%-22s %6s %12s %12s %12s %12s %12s %12s %12s %12s %10s\n' '' '' untimed untimed 'untimed, pd' untimed untimed 'sampled %' 'exact %' \
 		'subtracted %' '>= 1 ms'
 	printf '%s\n' "${table3[@]}"
 	echo "(a fuller accuracy run, with error bars and overhead subtraction, over 22 analytic queries: --tpch)"
