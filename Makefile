@@ -28,7 +28,8 @@ OBJS = \
 	src/timing_source.o \
 	src/track.o \
 	src/tsclock.o \
-	src/watchdog.o
+	src/watchdog.o \
+	src/worker_sampling.o
 EXTENSION = timing_source
 DATA = $(wildcard sql/timing_source--*.sql)
 PGFILEDESC = "timing_source - TSC-based executor timing"

@@ -84,6 +84,7 @@
 #include "miscadmin.h"
 #include "nodes/execnodes.h"
 #include "nodes/nodeFuncs.h"
+#include "storage/dsm.h"
 
 static ExecutorStart_hook_type prev_ExecutorStart = NULL;
 static ExecutorEnd_hook_type prev_ExecutorEnd = NULL;
@@ -1119,32 +1120,47 @@ ts_node_sample_every(PlanState *node)
  * m + D of the capped one, so that is the margin stated: wider, never
  * wrong.
  *
- * A node that parallel workers ran has no interval: core ships only its
- * own part of the instrumentation to the leader, so the workers' sampled
- * calls are in the total but their spread is not known here.
+ * Calls of different processes are independent as well: a node that
+ * parallel workers ran adds their figures, which they leave for the
+ * leader (worker_sampling.c), to its own.  Where a worker's did not
+ * arrive, the node has no interval: its total has the worker's sampled
+ * calls, but their spread is not known here.
  */
 bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	TsInstrumentation *ti;
+	TsWorkerSampling all;
 	bool		exact;
+	bool		workers_missing = false;
 
 	if (node->instrument == NULL || ts_node_sample_every(node) <= 1)
 		return false;
 	ti = (TsInstrumentation *) node->instrument;
 
-	est->sample_every = ti->weight;
-	est->sampled_calls = ti->sampled;
-	est->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
-	est->thinned_to = (int64) est->other_calls > ti->thin_after ?
-		ts_warm_weight(ti, (int64) est->other_calls) : 0;
-	est->total_ns = ts_instr_total_ns(node->instrument);
-	est->capped_ns = ti->capped_ns;
-	est->margin_ns = 1.96 * sqrt(ti->var_ns2) + ti->capped_ns;
-	est->check_ns = ti->checked ?
+	all.sampled = ti->sampled;
+	all.warm = ti->warm;
+	all.other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
+	all.var_ns2 = ti->var_ns2;
+	all.capped_ns = ti->capped_ns;
+	all.check_ns = ti->checked ?
 		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
+	est->sample_every = ti->weight;
+	/* the rate the leader's calls ended at: workers' are not kept */
+	est->thinned_to = (int64) all.other_calls > ti->thin_after ?
+		ts_warm_weight(ti, (int64) all.other_calls) : 0;
+	if (ts_instr_workers_ran(node))
+		workers_missing = !ts_worker_sampling_collect(node, &all);
+	/* a check of the leader's calls alone is no check of the whole */
+	est->check_ns = workers_missing ? -1.0 : all.check_ns;
+
+	est->sampled_calls = all.sampled;
+	est->other_calls = all.other_calls;
+	est->total_ns = ts_instr_total_ns(node->instrument);
+	est->capped_ns = all.capped_ns;
+	est->margin_ns = 1.96 * sqrt(all.var_ns2) + all.capped_ns;
 	/* every call timed at weight 1: the first of each loop or the warm-up */
-	exact = (est->other_calls <= ti->warm);
+	exact = (all.other_calls <= all.warm) && !workers_missing;
 	est->exact = exact;
 
 	/*
@@ -1161,9 +1177,9 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 		est->margin_ns = Max(est->margin_ns,
 							 TS_MIN_MARGIN_FRACTION * est->total_ns);
 
-	if (ts_instr_workers_ran(node))
+	if (workers_missing)
 		est->why = TS_ESTIMATE_WORKERS;
-	else if (!exact && ti->sampled < TS_MIN_SAMPLED_CALLS)
+	else if (!exact && all.sampled < TS_MIN_SAMPLED_CALLS)
 		est->why = TS_ESTIMATE_FEW_CALLS;
 	else
 		est->why = TS_ESTIMATE_OK;
@@ -1440,8 +1456,37 @@ ts_plan_timing(PlanState *node, TsPlanTiming *timing)
 	return true;
 }
 
+static void ts_executor_start_bind(QueryDesc *queryDesc, int eflags);
+
+/*
+ * A sampled parallel plan's segment for its workers' sampling figures is
+ * made before ExecutorStart enters parallel mode (worker_sampling.c), and
+ * kept by the plan's entry if the plan is sampled after all.
+ */
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
+{
+	dsm_segment *workers;
+	TsPlanEntry *plan;
+
+	/* a worker of a checked query checks as its leader does */
+	if (IsParallelWorker())
+		ts_sample_check = ts_worker_sampling_checked();
+	workers = ts_worker_sampling_prepare(queryDesc, eflags,
+										 ts_tracked_statement(queryDesc) ? 1 : ts_sample_every,
+										 ts_sample_check);
+	ts_executor_start_bind(queryDesc, eflags);
+	if (workers == NULL)
+		return;
+	plan = ts_query_find(&ts_plans, queryDesc);
+	if (plan != NULL && plan->sample_every > 1)
+		plan->workers = workers;
+	else
+		dsm_detach(workers);
+}
+
+static void
+ts_executor_start_bind(QueryDesc *queryDesc, int eflags)
 {
 	TimingClockSource clock;
 	EState	   *estate;
@@ -1637,12 +1682,19 @@ ts_ExecutorFinish(QueryDesc *queryDesc)
 
 	if (plan != NULL)
 		ts_overhead_finish(queryDesc, plan);
+	/* a worker's part of the plan has run: its sampling figures */
+	if (IsParallelWorker())
+		ts_worker_sampling_report(queryDesc);
 }
 
 static void
 ts_ExecutorEnd(QueryDesc *queryDesc)
 {
 	PlanState  *top = queryDesc->planstate;
+	TsPlanEntry *plan = ts_query_find(&ts_plans, queryDesc);
+
+	/* read until the plans are printed (auto_explain, in ExecutorEnd) */
+	dsm_segment *workers = plan != NULL ? plan->workers : NULL;
 
 	ts_clock_query_end(queryDesc);
 
@@ -1661,6 +1713,8 @@ ts_ExecutorEnd(QueryDesc *queryDesc)
 		prev_ExecutorEnd(queryDesc);
 	else
 		standard_ExecutorEnd(queryDesc);
+	if (workers != NULL)
+		dsm_detach(workers);
 }
 
 static TupleTableSlot *

@@ -350,9 +350,12 @@ typedef struct TsSampleEstimate
 	uint64		sample_every;	/* N */
 	uint64		thinned_to;		/* past N B calls (sample_budget): the last
 								 * call's weight; else 0 */
-	uint64		sampled_calls;	/* calls timed at a weight above 1 */
+	uint64		sampled_calls;	/* calls timed at a weight above 1 (the
+								 * leader's alone where why is
+								 * TS_ESTIMATE_WORKERS, else every
+								 * process's) */
 	uint64		other_calls;	/* calls after the first of each loop, the
-								 * ones that could be sampled (leader's) */
+								 * ones that could be sampled (the same) */
 	double		total_ns;		/* the estimate, all loops, workers' too */
 	double		margin_ns;		/* 95% half-width */
 	double		capped_ns;		/* what the cap took off (included

@@ -226,7 +226,33 @@ typedef struct TsPlanEntry
 								 * to the node that runs them */
 	struct TsPlanLinks *links;	/* where its initPlans run */
 	List	   *seen;			/* the subplans the estimate has met */
+	struct dsm_segment *workers;	/* the parallel workers' sampling
+									 * figures (worker_sampling.c), or NULL */
 } TsPlanEntry;
+
+/*
+ * Parallel workers' sampling figures, passed to their leader
+ * (worker_sampling.c): what ts_node_sample_estimate() adds to the
+ * leader's own for a node the workers ran.
+ */
+typedef struct TsWorkerSampling
+{
+	uint64		sampled;
+	uint64		warm;
+	uint64		other_calls;
+	double		var_ns2;
+	double		capped_ns;
+	double		check_ns;		/* checked runs: the calls' exact total;
+								 * < 0: not every process's is known */
+} TsWorkerSampling;
+
+extern struct dsm_segment *ts_worker_sampling_prepare(QueryDesc *queryDesc,
+													  int eflags,
+													  int sample_every,
+													  bool check);
+extern bool ts_worker_sampling_checked(void);
+extern void ts_worker_sampling_report(QueryDesc *queryDesc);
+extern bool ts_worker_sampling_collect(PlanState *node, TsWorkerSampling *sum);
 
 /* The calls a node has made so far, all loops: the tuples and empty returns */
 static inline double

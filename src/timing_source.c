@@ -592,6 +592,7 @@ _PG_init(void)
 							 ts_check_sample_buffers, NULL, NULL);
 
 	ts_track_init();
+	ts_worker_sampling_init();
 
 	MarkGUCPrefixReserved("timing_source");
 

@@ -164,6 +164,13 @@ extern void ts_export_decision(void);
 extern void ts_instrument_init(void);
 
 /*
+ * The hidden setting through which a leader tells its parallel workers
+ * where to leave their sampling figures (worker_sampling.c); defines
+ * nothing where the wrappers are not built
+ */
+extern void ts_worker_sampling_init(void);
+
+/*
  * Whether EXPLAIN ANALYZE run now, with the TSC (tsc) or the system clock,
  * would time nodes sampled (timing_source.sample_every > 1 and wrappers
  * that sample with that clock).

@@ -157,3 +157,6 @@ DROP FUNCTION ts_from_current();
 -- the decision passed to parallel workers is not a user setting
 SET timing_source.parallel_clock = '2000000/1/1';
 SELECT count(*) AS listed FROM pg_settings WHERE name = 'timing_source.parallel_clock';
+-- nor is where a leader's parallel workers leave their sampling figures
+SET timing_source.parallel_sampling = '1/2/0';
+SELECT count(*) AS listed FROM pg_settings WHERE name = 'timing_source.parallel_sampling';
