@@ -1130,7 +1130,7 @@ bool
 ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 {
 	TsInstrumentation *ti;
-	TsWorkerSampling all;
+	TsSampling all;
 	bool		exact;
 	bool		workers_missing = false;
 
@@ -1138,13 +1138,7 @@ ts_node_sample_estimate(PlanState *node, TsSampleEstimate *est)
 		return false;
 	ti = (TsInstrumentation *) node->instrument;
 
-	all.sampled = ti->sampled;
-	all.warm = ti->warm;
-	all.other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
-	all.var_ns2 = ti->var_ns2;
-	all.capped_ns = ti->capped_ns;
-	all.check_ns = ti->checked ?
-		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
+	ts_node_sampling(ti, &all);
 	est->sample_every = ti->weight;
 	/* the rate the leader's calls ended at: workers' are not kept */
 	est->thinned_to = (int64) all.other_calls > ti->thin_after ?

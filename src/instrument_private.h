@@ -231,11 +231,11 @@ typedef struct TsPlanEntry
 } TsPlanEntry;
 
 /*
- * Parallel workers' sampling figures, passed to their leader
- * (worker_sampling.c): what ts_node_sample_estimate() adds to the
- * leader's own for a node the workers ran.
+ * A sampled node's figures behind its estimate's interval, one process's
+ * or summed over several: what a parallel worker passes to its leader
+ * (worker_sampling.c) and ts_node_sample_estimate() adds to the leader's.
  */
-typedef struct TsWorkerSampling
+typedef struct TsSampling
 {
 	uint64		sampled;
 	uint64		warm;
@@ -244,7 +244,34 @@ typedef struct TsWorkerSampling
 	double		capped_ns;
 	double		check_ns;		/* checked runs: the calls' exact total;
 								 * < 0: not every process's is known */
-} TsWorkerSampling;
+} TsSampling;
+
+/* one process's figures of a sampled node */
+static inline void
+ts_node_sampling(const TsInstrumentation *ti, TsSampling *s)
+{
+	s->sampled = ti->sampled;
+	s->warm = ti->warm;
+	s->other_calls = (uint64) Max(ti->gap_sum - ti->countdown, 0);
+	s->var_ns2 = ti->var_ns2;
+	s->capped_ns = ti->capped_ns;
+	s->check_ns = ti->checked ?
+		ts_clock_ticks_ns(ti->check_clock, ti->check_ticks) : -1.0;
+}
+
+/* sum += add: calls of different processes are independent samples */
+static inline void
+ts_sampling_add(TsSampling *sum, const TsSampling *add)
+{
+	sum->sampled += add->sampled;
+	sum->warm += add->warm;
+	sum->other_calls += add->other_calls;
+	sum->var_ns2 += add->var_ns2;
+	sum->capped_ns += add->capped_ns;
+	/* checked only if every process timed every call */
+	sum->check_ns = (sum->check_ns >= 0 && add->check_ns >= 0) ?
+		sum->check_ns + add->check_ns : -1.0;
+}
 
 extern struct dsm_segment *ts_worker_sampling_prepare(QueryDesc *queryDesc,
 													  int eflags,
@@ -252,7 +279,7 @@ extern struct dsm_segment *ts_worker_sampling_prepare(QueryDesc *queryDesc,
 													  bool check);
 extern bool ts_worker_sampling_checked(void);
 extern void ts_worker_sampling_report(QueryDesc *queryDesc);
-extern bool ts_worker_sampling_collect(PlanState *node, TsWorkerSampling *sum);
+extern bool ts_worker_sampling_collect(PlanState *node, TsSampling *sum);
 
 /* The calls a node has made so far, all loops: the tuples and empty returns */
 static inline double

@@ -42,7 +42,6 @@ static bool ts_setting_it = false;
 
 #include <math.h>
 
-#include "access/parallel.h"
 #include "access/xact.h"
 #include "common/pg_prng.h"
 #include "executor/executor.h"
@@ -50,7 +49,6 @@ static bool ts_setting_it = false;
 #include "nodes/nodeFuncs.h"
 #include "nodes/plannodes.h"
 #include "storage/dsm.h"
-#include "utils/guc.h"
 
 #define TS_WORKER_SAMPLING_MAGIC	UINT64CONST(0x7473776b73616d70)
 
@@ -58,13 +56,7 @@ static bool ts_setting_it = false;
 typedef struct TsWorkerSlot
 {
 	uint64		reports;		/* how many times the worker reported it */
-	uint64		checked;		/* how many of those were checked */
-	uint64		sampled;
-	uint64		warm;
-	uint64		other_calls;
-	double		var_ns2;
-	double		capped_ns;
-	double		check_ns;		/* checked runs: the calls' exact total */
+	TsSampling	sum;			/* zeroed: checked until a run is not */
 } TsWorkerSlot;
 
 /* see ts_node_sig() */
@@ -85,7 +77,6 @@ typedef struct TsWorkerSegment
 	Size		slots_offset;	/* from the start: nnodes x nworkers slots */
 	TsNodeSig	sigs[FLEXIBLE_ARRAY_MEMBER];	/* each plan node's signature */
 } TsWorkerSegment;
-
 
 /*
  * What tells a plan node from another of the same number in a different
@@ -247,6 +238,14 @@ ts_worker_sampling_prepare(QueryDesc *queryDesc, int eflags, int sample_every,
 	return seg;
 }
 
+/* the setting's "handle/token/check", if a leader set it */
+static bool
+ts_setting_parse(unsigned *handle, unsigned long long *token, int *check)
+{
+	return ts_parallel_sampling != NULL &&
+		sscanf(ts_parallel_sampling, "%u/%llx/%d", handle, token, check) == 3;
+}
+
 typedef struct TsReportContext
 {
 	TsWorkerSegment *ws;
@@ -263,19 +262,11 @@ ts_report_node(PlanState *node, void *context)
 		id >= 0 && id < rc->ws->nnodes &&
 		ts_node_sig_matches(&rc->ws->sigs[id], node->plan))
 	{
-		TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
 		TsWorkerSlot *slot = ts_worker_slot(rc->ws, id, rc->worker);
+		TsSampling	s;
 
-		slot->sampled += ti->sampled;
-		slot->warm += ti->warm;
-		slot->other_calls += (uint64) Max(ti->gap_sum - ti->countdown, 0);
-		slot->var_ns2 += ti->var_ns2;
-		slot->capped_ns += ti->capped_ns;
-		if (ti->checked)
-		{
-			slot->check_ns += ts_clock_ticks_ns(ti->check_clock, ti->check_ticks);
-			slot->checked++;
-		}
+		ts_node_sampling((TsInstrumentation *) node->instrument, &s);
+		ts_sampling_add(&slot->sum, &s);
 		slot->reports++;
 	}
 	return planstate_tree_walker(node, ts_report_node, context);
@@ -295,10 +286,8 @@ ts_worker_sampling_report(QueryDesc *queryDesc)
 	TsWorkerSegment *ws;
 	TsReportContext rc;
 
-	if (!IsParallelWorker() || ts_parallel_sampling == NULL ||
-		queryDesc->planstate == NULL ||
-		sscanf(ts_parallel_sampling, "%u/%llx/%d", &handle, &token,
-			   &check) != 3)
+	if (!IsParallelWorker() || queryDesc->planstate == NULL ||
+		!ts_setting_parse(&handle, &token, &check))
 		return;
 	seg = dsm_attach((dsm_handle) handle);
 	if (seg == NULL)
@@ -323,12 +312,11 @@ ts_worker_sampling_report(QueryDesc *queryDesc)
  * false if one of them did not report them (sum is then left alone).
  */
 bool
-ts_worker_sampling_collect(PlanState *node, TsWorkerSampling *sum)
+ts_worker_sampling_collect(PlanState *node, TsSampling *sum)
 {
 	TsPlanEntry *plan = ts_plan_of(node);
 	TsWorkerSegment *ws;
-	TsWorkerSampling add = {0};
-	bool		all_checked = true;
+	TsSampling	add = {0};
 	int			id = node->plan->plan_node_id;
 
 	if (plan == NULL || plan->workers == NULL || node->worker_instrument == NULL)
@@ -348,24 +336,9 @@ ts_worker_sampling_collect(PlanState *node, TsWorkerSampling *sum)
 		slot = ts_worker_slot(ws, id, w);
 		if (slot->reports == 0)
 			return false;
-		add.sampled += slot->sampled;
-		add.warm += slot->warm;
-		add.other_calls += slot->other_calls;
-		add.var_ns2 += slot->var_ns2;
-		add.capped_ns += slot->capped_ns;
-		add.check_ns += slot->check_ns;
-		all_checked &= (slot->checked == slot->reports);
+		ts_sampling_add(&add, &slot->sum);
 	}
-	sum->sampled += add.sampled;
-	sum->warm += add.warm;
-	sum->other_calls += add.other_calls;
-	sum->var_ns2 += add.var_ns2;
-	sum->capped_ns += add.capped_ns;
-	/* checked only if every process timed every call */
-	if (sum->check_ns >= 0 && all_checked)
-		sum->check_ns += add.check_ns;
-	else
-		sum->check_ns = -1.0;
+	ts_sampling_add(sum, &add);
 	return true;
 }
 
@@ -381,9 +354,8 @@ ts_worker_sampling_checked(void)
 	unsigned long long token;
 	int			check;
 
-	return IsParallelWorker() && ts_parallel_sampling != NULL &&
-		sscanf(ts_parallel_sampling, "%u/%llx/%d", &handle, &token,
-			   &check) == 3 && check == 1;
+	return IsParallelWorker() && ts_setting_parse(&handle, &token, &check) &&
+		check == 1;
 }
 
 #endif							/* TS_HAVE_NODE_WRAPPERS */
