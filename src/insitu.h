@@ -165,6 +165,53 @@ ts_span_add(TsSpanStats *s, bool bare, double ns, double gap)
 }
 
 /*
+ * The counted spans of one process, without its seeds: what a parallel
+ * worker passes to its leader (worker_sampling.c).  Each process decides
+ * its own cap and leaves out its own long spans; its timed and bare
+ * spans were assigned at random alike, so spans pooled from several
+ * still differ by the cost alone.
+ */
+typedef struct TsSpanSums
+{
+	uint64_t	n[2];
+	double		sum[2];
+	double		sum2[2];
+	uint64_t	dropped;
+	uint64_t	gap_n;
+	double		gap_sum;
+} TsSpanSums;
+
+/* sums += what s counted */
+static inline void
+ts_span_sums_add(TsSpanSums *sums, const TsSpanStats *s)
+{
+	for (int k = 0; k < 2; k++)
+	{
+		sums->n[k] += s->n[k];
+		sums->sum[k] += s->sum[k];
+		sums->sum2[k] += s->sum2[k];
+	}
+	sums->dropped += s->dropped;
+	sums->gap_n += s->gap_n;
+	sums->gap_sum += s->gap_sum;
+}
+
+/* another process's counted spans of the same node into s */
+static inline void
+ts_span_merge(TsSpanStats *s, const TsSpanSums *add)
+{
+	for (int k = 0; k < 2; k++)
+	{
+		s->n[k] += add->n[k];
+		s->sum[k] += add->sum[k];
+		s->sum2[k] += add->sum2[k];
+	}
+	s->dropped += add->dropped;
+	s->gap_n += add->gap_n;
+	s->gap_sum += add->gap_sum;
+}
+
+/*
  * The mean gap around a middle call (see ts_span_add), < 0 while fewer
  * than TS_GAP_MIN timed spans have counted one
  */

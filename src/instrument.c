@@ -1436,6 +1436,18 @@ ts_is_exact(PlanState *node, const TsWrapperSet *set)
 		(set->probed_wide != NULL && node->ExecProcNode == set->probed_wide);
 }
 
+/* whether the node is timed exactly with probes (insitu.h), by any clock */
+bool
+ts_node_probed(PlanState *node)
+{
+	for (int i = 0; i < lengthof(ts_wrapper_sets); i++)
+	{
+		if (ts_is_exact(node, ts_wrapper_sets[i]))
+			return ((TsInstrumentation *) node->instrument)->probed;
+	}
+	return false;
+}
+
 bool
 ts_plan_timing(PlanState *node, TsPlanTiming *timing)
 {
@@ -1453,27 +1465,31 @@ ts_plan_timing(PlanState *node, TsPlanTiming *timing)
 static void ts_executor_start_bind(QueryDesc *queryDesc, int eflags);
 
 /*
- * A sampled parallel plan's segment for its workers' sampling figures is
+ * A sampled or probed parallel plan's segment for its workers' figures is
  * made before ExecutorStart enters parallel mode (worker_sampling.c), and
- * kept by the plan's entry if the plan is sampled after all.
+ * kept by the plan's entry if the plan is sampled or probed after all.
  */
 static void
 ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 {
 	dsm_segment *workers;
 	TsPlanEntry *plan;
+	bool		tracked = ts_tracked_statement(queryDesc);
 
 	/* a worker of a checked query checks as its leader does */
 	if (IsParallelWorker())
 		ts_sample_check = ts_worker_sampling_checked();
 	workers = ts_worker_sampling_prepare(queryDesc, eflags,
-										 ts_tracked_statement(queryDesc) ? 1 : ts_sample_every,
-										 ts_sample_check);
+										 tracked ? 1 : ts_sample_every,
+										 ts_sample_check,
+										 !tracked && ts_subtract_overhead &&
+										 ts_sample_every <= 1 &&
+										 !ts_profile_next);
 	ts_executor_start_bind(queryDesc, eflags);
 	if (workers == NULL)
 		return;
 	plan = ts_query_find(&ts_plans, queryDesc);
-	if (plan != NULL && plan->sample_every > 1)
+	if (plan != NULL && (plan->sample_every > 1 || plan->subtract))
 		plan->workers = workers;
 	else
 		dsm_detach(workers);
@@ -1530,12 +1546,13 @@ ts_executor_start_bind(QueryDesc *queryDesc, int eflags)
 
 	/*
 	 * Probes only where the cost is subtracted, so that plain exact timing
-	 * stays exact to the call, and not in parallel workers, whose leader
-	 * estimates their calls (see below) and never sees their probes.
+	 * stays exact to the call, and in a parallel worker only where its
+	 * leader, which estimates the worker's calls (see below), will see
+	 * them (worker_sampling.c).
 	 */
 	bc.probe = ts_subtract_overhead && !bc.profile && bc.sample_every <= 1 &&
 		(queryDesc->instrument_options & INSTRUMENT_TIMER) != 0 &&
-		!IsParallelWorker();
+		(!IsParallelWorker() || ts_worker_probes_wanted(queryDesc));
 	bc.set = ts_wrappers_for(clock);
 	bc.cxt = estate->es_query_cxt;
 	bc.timed = NIL;

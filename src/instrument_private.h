@@ -137,6 +137,17 @@ typedef struct TsInstrumentation
 	bool		call_pooled;	/* that of the plan's other nodes */
 
 	/*
+	 * In the leader: what the parallel workers that ran the node probed
+	 * (worker_sampling.c), their spans merged into spans.  workers_probed
+	 * says every one of them reported; the bare calls were already given
+	 * their lengths in the worker's own figures.
+	 */
+	bool		workers_merged; /* looked for once */
+	bool		workers_probed;
+	double		worker_probes;
+	double		worker_bare_calls;
+
+	/*
 	 * timing_source.sample_buffers: buffer/WAL usage is looked at on timed
 	 * calls only, a sampled call's difference counting N times
 	 */
@@ -276,10 +287,13 @@ ts_sampling_add(TsSampling *sum, const TsSampling *add)
 extern struct dsm_segment *ts_worker_sampling_prepare(QueryDesc *queryDesc,
 													  int eflags,
 													  int sample_every,
-													  bool check);
+													  bool check,
+													  bool probe);
 extern bool ts_worker_sampling_checked(void);
 extern void ts_worker_sampling_report(QueryDesc *queryDesc);
 extern bool ts_worker_sampling_collect(PlanState *node, TsSampling *sum);
+extern bool ts_worker_probes_wanted(QueryDesc *queryDesc);
+extern bool ts_worker_probes_collect(PlanState *node, TsInstrumentation *ti);
 
 /* The calls a node has made so far, all loops: the tuples and empty returns */
 static inline double
@@ -296,11 +310,13 @@ extern void ts_variant_wrappers(const TsWrapperSet *set, TsUsage usage,
 extern TsUsage ts_node_usage(TsNodeInstr *instr);
 extern bool ts_multi_exec_node(PlanState *node);
 extern bool ts_is_exact(PlanState *node, const TsWrapperSet *set);
+extern bool ts_node_probed(PlanState *node);
 extern TsPlanEntry *ts_plan_of(PlanState *node);
 extern double ts_rng_uniform(void);
 extern void ts_probe_settle(TsInstrumentation *ti, double last_ns);
 
 /* overhead.c */
+extern void ts_probe_impute(TsInstrumentation *ti, double timed);
 extern void ts_overhead_mark_run(QueryDesc *queryDesc, TsPlanEntry *plan);
 extern void ts_overhead_finish(QueryDesc *queryDesc, TsPlanEntry *plan);
 

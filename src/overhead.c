@@ -753,6 +753,33 @@ ts_scale_worker_times(PlanState *node, double ratio)
 }
 
 /*
+ * A probed node's bare calls into its total (after InstrEndLoop), once,
+ * where this process ran any: see ts_probe_apply.  "timed" is the node's
+ * calls this total holds that were timed.  A parallel worker does this
+ * for its own before core copies its figures to the leader.
+ */
+void
+ts_probe_impute(TsInstrumentation *ti, double timed)
+{
+	double		total_s;
+	double		startup_s;
+	double		later_s;
+	double		bare_s;
+
+	ts_probe_settle(ti, -1.0);
+	if (ti->bare_calls <= 0 || ti->imputed)
+		return;
+	total_s = ts_node_total_s(&ti->instr);
+	startup_s = ts_node_startup_s(&ti->instr);
+	later_s = Max(total_s - startup_s, 0.0);
+	bare_s = ti->bare_ns / 1e9;
+	if (ti->bare_orphans > 0 && timed > ti->instr.nloops)
+		bare_s += ti->bare_orphans * later_s / (timed - ti->instr.nloops);
+	ts_node_set_times(&ti->instr, total_s + bare_s, startup_s);
+	ti->imputed = true;
+}
+
+/*
  * A probed node (insitu.h): its bare calls go into its total, once, each
  * as long as its probe's timed neighbours (ts_bare_imputed); those of a
  * probe without a usable neighbour (cut short by the end of its loop, or
@@ -775,19 +802,9 @@ ts_probe_apply(PlanState *node, TsInstrumentation *ti, const TsCallCost *cost,
 	bool		own;
 
 	ts_probe_settle(ti, -1.0);
-	timed = Max(calls - ti->bare_calls, 0.0);
-	if (ti->bare_calls > 0 && !ti->imputed)
-	{
-		double		total_s = ts_node_total_s(&ti->instr);
-		double		startup_s = ts_node_startup_s(&ti->instr);
-		double		later_s = Max(total_s - startup_s, 0.0);
-		double		bare_s = ti->bare_ns / 1e9;
-
-		if (ti->bare_orphans > 0 && timed > ti->instr.nloops)
-			bare_s += ti->bare_orphans * later_s / (timed - ti->instr.nloops);
-		ts_node_set_times(&ti->instr, total_s + bare_s, startup_s);
-		ti->imputed = true;
-	}
+	/* the workers' bare calls are in their own figures already */
+	timed = Max(calls - ti->bare_calls - ti->worker_bare_calls, 0.0);
+	ts_probe_impute(ti, timed);
 
 	own = ts_span_cost(&ti->spans, &measured, &se);
 	if (own)
@@ -961,6 +978,19 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	return 0;
 }
 
+/*
+ * A probed node's parallel workers' probes, added to its own once, before
+ * anything reads its spans or its bare calls (worker_sampling.c)
+ */
+static void
+ts_workers_probes(PlanState *node, TsInstrumentation *ti)
+{
+	if (!ti->probed || ti->workers_merged)
+		return;
+	ti->workers_merged = true;
+	ti->workers_probed = ts_worker_probes_collect(node, ti);
+}
+
 typedef struct TsPoolWalk
 {
 	const TsWrapperSet *set;
@@ -983,6 +1013,7 @@ ts_pool_node(PlanState *node, void *arg)
 		double		cost;
 		double		se;
 
+		ts_workers_probes(node, ti);
 		if (ti->probed && ts_span_cost(&ti->spans, &cost, &se))
 			ts_cost_pool_add(&w->pool, cost, se);
 	}
@@ -1011,6 +1042,7 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 	double		probing_ns = 0;
 	const TsProbeCost *pcost = NULL;
 	double		own_calls = 0;
+	double		probes = 0;
 	double		passed_ns;
 	double		moved_ns = 0;
 
@@ -1104,9 +1136,11 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 		calls = Max(instr->ntuples - wtuples, 0.0) + ti->nulls + wcalls;
 
 		/*
-		 * A probed node's probes, and its countdown on every call this
-		 * process made: parallel workers run no probes
+		 * A probed node's probes, and its countdown on every call: this
+		 * process's, and its workers' where they probed it too
+		 * (worker_sampling.c)
 		 */
+		ts_workers_probes(node, ti);
 		if (ti->probed)
 		{
 			TsProbeCost *pc = &ts_probe_cost[set_index][usage];
@@ -1116,7 +1150,13 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 									 usage != TS_USAGE_NONE,
 									 cost->inside_ns + cost->outside_ns, pc);
 			own_calls = calls - wcalls;
-			probing_ns = ti->probes * pc->probe_ns + own_calls * pc->call_ns;
+			probes = ti->probes;
+			if (ti->workers_probed)
+			{
+				own_calls = calls;
+				probes += ti->worker_probes;
+			}
+			probing_ns = probes * pc->probe_ns + own_calls * pc->call_ns;
 			pcost = pc;
 		}
 	}
@@ -1191,7 +1231,7 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 				(errmsg_internal("timing_source: plan node %d: %.0f ns of timing seen by what encloses it: %.0f timed calls at %.2f ns, %.0f probes at %.2f ns, %.0f calls at %.2f ns for the countdown, %.0f ns from below",
 								 node->plan->plan_node_id, passed_ns,
 								 timed_calls, inside_ns + outside_ns,
-								 ti->probes, pcost->probe_ns,
+								 probes, pcost->probe_ns,
 								 own_calls, pcost->call_ns, below.below_ns)));
 	return passed_ns;
 }

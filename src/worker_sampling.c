@@ -1,19 +1,26 @@
 /*-------------------------------------------------------------------------
  *
  * worker_sampling.c
- *	  Parallel workers' sampling figures, passed to their leader, so that a
- *	  sampled node the workers ran has an interval too.
+ *	  Parallel workers' sampling and probing figures, passed to their
+ *	  leader, so that a sampled node the workers ran has an interval too,
+ *	  and the cost of a timed call is measured in the workers' calls too.
  *
  * Core copies back only a worker's Instrumentation: the totals, not the
- * count of sampled calls or the sum their variance needs (instrument_private.h,
- * TsInstrumentation).  So the leader of a sampled, timed query whose plan
- * has a Gather creates a small segment of dynamic shared memory, one slot
- * per plan node and worker, before it enters parallel mode, and names it
- * in a hidden setting (timing_source.parallel_sampling) that its workers
- * receive with its other settings.  Each worker adds its nodes' figures
- * to its own slots once its part of the plan has run (ExecutorFinish);
- * the leader reads them when it states a node's interval.  A worker that
- * did not report leaves its node without an interval, as before.
+ * count of sampled calls or the sum their variance needs, nor a probed
+ * node's spans (instrument_private.h, TsInstrumentation).  So the leader
+ * of a sampled or a probed (timing_source.subtract_overhead), timed query
+ * whose plan has a Gather creates a small segment of dynamic shared
+ * memory, one slot per plan node and worker, before it enters parallel
+ * mode, and names it in a hidden setting (timing_source.parallel_sampling)
+ * that its workers receive with its other settings.  Each worker adds its
+ * nodes' figures to its own slots once its part of the plan has run
+ * (ExecutorFinish); the leader reads them when it states a node's
+ * interval or estimates its timing cost.  A worker that did not report
+ * leaves its node without an interval, as before.  A worker probes only
+ * where the segment is its leader's, so that its probes reach the one
+ * process that counts them: without the leader taking part, none of the
+ * nodes below a Gather runs a call in the leader, and the workers' probes
+ * are all the plan has.
  *
  * The setting can only name a segment made before the leader entered
  * parallel mode, and no other query can replace it until the leader
@@ -57,7 +64,16 @@ typedef struct TsWorkerSlot
 {
 	uint64		reports;		/* how many times the worker reported it */
 	TsSampling	sum;			/* zeroed: checked until a run is not */
+	/* a probed node: */
+	uint64		probe_reports;
+	double		probes;
+	double		bare_calls;		/* given their lengths in the worker */
+	TsSpanSums	spans;
 } TsWorkerSlot;
+
+/* the setting's flags */
+#define TS_WS_CHECK		1		/* timing_source_explain_nodes_check() */
+#define TS_WS_PROBE		2		/* exact timing whose cost is measured */
 
 /* see ts_node_sig() */
 typedef struct TsNodeSig
@@ -174,12 +190,13 @@ ts_stmt_walk(PlannedStmt *stmt, int *maxid, int *maxworkers, TsNodeSig *sigs,
 
 /*
  * The leader, before ExecutorStart enters parallel mode: the segment for
- * a sampled, timed query whose plan has a Gather, named in the setting
- * its workers will get; NULL where there is none to make.
+ * a sampled or probed ("probe"), timed query whose plan has a Gather,
+ * named in the setting its workers will get; NULL where there is none to
+ * make.
  */
 dsm_segment *
 ts_worker_sampling_prepare(QueryDesc *queryDesc, int eflags, int sample_every,
-						   bool check)
+						   bool check, bool probe)
 {
 	int			maxid = -1;
 	int			maxworkers = 0;
@@ -189,7 +206,7 @@ ts_worker_sampling_prepare(QueryDesc *queryDesc, int eflags, int sample_every,
 	TsWorkerSegment *ws;
 	char		name[64];
 
-	if (sample_every <= 1 ||
+	if ((sample_every <= 1 && !probe) ||
 		(queryDesc->instrument_options & INSTRUMENT_TIMER) == 0 ||
 		(eflags & EXEC_FLAG_EXPLAIN_ONLY) != 0 ||
 		queryDesc->plannedstmt == NULL ||
@@ -221,7 +238,8 @@ ts_worker_sampling_prepare(QueryDesc *queryDesc, int eflags, int sample_every,
 
 	snprintf(name, sizeof(name), "%u/%llx/%d",
 			 (unsigned) dsm_segment_handle(seg),
-			 (unsigned long long) ws->token, check ? 1 : 0);
+			 (unsigned long long) ws->token,
+			 sample_every > 1 ? (check ? TS_WS_CHECK : 0) : TS_WS_PROBE);
 	ts_setting_it = true;
 	PG_TRY();
 	{
@@ -238,17 +256,87 @@ ts_worker_sampling_prepare(QueryDesc *queryDesc, int eflags, int sample_every,
 	return seg;
 }
 
-/* the setting's "handle/token/check", if a leader set it */
+/* the setting's "handle/token/flags", if a leader set it */
 static bool
-ts_setting_parse(unsigned *handle, unsigned long long *token, int *check)
+ts_setting_parse(unsigned *handle, unsigned long long *token, int *flags)
 {
 	return ts_parallel_sampling != NULL &&
-		sscanf(ts_parallel_sampling, "%u/%llx/%d", handle, token, check) == 3;
+		sscanf(ts_parallel_sampling, "%u/%llx/%d", handle, token, flags) == 3;
+}
+
+/*
+ * A parallel worker: the segment the setting names, attached, if it is
+ * one a leader made with that token and has this worker's slots; NULL
+ * otherwise
+ */
+static dsm_segment *
+ts_segment_attach(int *flags)
+{
+	unsigned	handle;
+	unsigned long long token;
+	dsm_segment *seg;
+	TsWorkerSegment *ws;
+
+	if (!IsParallelWorker() || !ts_setting_parse(&handle, &token, flags))
+		return NULL;
+	seg = dsm_attach((dsm_handle) handle);
+	if (seg == NULL)
+		return NULL;
+	ws = (TsWorkerSegment *) dsm_segment_address(seg);
+	if (dsm_segment_map_length(seg) >= offsetof(TsWorkerSegment, sigs) &&
+		ws->magic == TS_WORKER_SAMPLING_MAGIC && ws->token == (uint64) token &&
+		ws->nnodes > 0 && ws->nworkers > 0 &&
+		dsm_segment_map_length(seg) >= ws->slots_offset +
+		sizeof(TsWorkerSlot) * (Size) ws->nnodes * ws->nworkers &&
+		ParallelWorkerNumber >= 0 && ParallelWorkerNumber < ws->nworkers)
+		return seg;
+	dsm_detach(seg);
+	return NULL;
+}
+
+/* whether plan is the node of its number in the leader's plan */
+static bool
+ts_segment_has(TsWorkerSegment *ws, Plan *plan)
+{
+	int			id = plan->plan_node_id;
+
+	return id >= 0 && id < ws->nnodes &&
+		ts_node_sig_matches(&ws->sigs[id], plan);
+}
+
+/*
+ * A parallel worker, before its plan is bound: whether its nodes timed
+ * exactly are to be probed, which they are only where its leader probes
+ * and made the segment for this plan, so that the probes reach it.  The
+ * workers of a query the leader runs inside a function get the same
+ * setting but not the plan, and do not probe.
+ */
+bool
+ts_worker_probes_wanted(QueryDesc *queryDesc)
+{
+	int			flags;
+	dsm_segment *seg;
+	bool		wanted;
+	unsigned	handle;
+	unsigned long long token;
+
+	if (queryDesc->plannedstmt == NULL ||
+		queryDesc->plannedstmt->planTree == NULL ||
+		!ts_setting_parse(&handle, &token, &flags) ||
+		(flags & TS_WS_PROBE) == 0)
+		return false;
+	seg = ts_segment_attach(&flags);
+	if (seg == NULL)
+		return false;
+	wanted = ts_segment_has((TsWorkerSegment *) dsm_segment_address(seg),
+							queryDesc->plannedstmt->planTree);
+	dsm_detach(seg);
+	return wanted;
 }
 
 typedef struct TsReportContext
 {
-	TsWorkerSegment *ws;
+	TsWorkerSegment *ws;		/* NULL: nowhere to report */
 	int			worker;
 } TsReportContext;
 
@@ -257,10 +345,12 @@ ts_report_node(PlanState *node, void *context)
 {
 	TsReportContext *rc = (TsReportContext *) context;
 	int			id = node->plan->plan_node_id;
+	bool		ours;
 
-	if (node->instrument != NULL && ts_node_sample_every(node) > 1 &&
-		id >= 0 && id < rc->ws->nnodes &&
-		ts_node_sig_matches(&rc->ws->sigs[id], node->plan))
+	if (node->instrument == NULL)
+		return planstate_tree_walker(node, ts_report_node, context);
+	ours = rc->ws != NULL && ts_segment_has(rc->ws, node->plan);
+	if (ts_node_sample_every(node) > 1 && ours)
 	{
 		TsWorkerSlot *slot = ts_worker_slot(rc->ws, id, rc->worker);
 		TsSampling	s;
@@ -269,42 +359,63 @@ ts_report_node(PlanState *node, void *context)
 		ts_sampling_add(&slot->sum, &s);
 		slot->reports++;
 	}
+	else if (ts_node_probed(node))
+	{
+		TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
+
+		/*
+		 * Its bare calls into its own total before core copies that to
+		 * the leader, whether or not their count can reach it (as
+		 * ExecParallelReportInstrumentation would, the last loop first)
+		 */
+		double		before_s;
+
+		InstrEndLoop(node->instrument);
+		before_s = ts_node_total_s(node->instrument);
+		ts_probe_settle(ti, -1.0);
+		ts_probe_impute(ti, Max(ts_node_calls_so_far(ti) - ti->bare_calls, 0.0));
+		if (ours)
+		{
+			TsWorkerSlot *slot = ts_worker_slot(rc->ws, id, rc->worker);
+
+			slot->probes += ti->probes;
+			slot->bare_calls += ti->bare_calls;
+			ts_span_sums_add(&slot->spans, &ti->spans);
+			slot->probe_reports++;
+		}
+		ereport(DEBUG2,
+				(errmsg_internal("timing_source: plan node %d: parallel worker %d ran %.0f probes, %.0f bare calls given %.0f ns, its total %.0f ns without them and %.0f ns with them; %.0f timed and %.0f bare spans, %s",
+								 id, ParallelWorkerNumber, ti->probes,
+								 ti->bare_calls, ti->bare_ns,
+								 before_s * 1e9,
+								 ts_node_total_s(node->instrument) * 1e9,
+								 (double) ti->spans.n[0], (double) ti->spans.n[1],
+								 ours ? "reported to the leader" : "not reported")));
+	}
 	return planstate_tree_walker(node, ts_report_node, context);
 }
 
 /*
- * A parallel worker, its part of the plan run: its sampled nodes' figures
- * into its slots of the leader's segment, where the setting names one.
+ * A parallel worker, its part of the plan run: its sampled and probed
+ * nodes' figures into its slots of the leader's segment, where the
+ * setting names one.
  */
 void
 ts_worker_sampling_report(QueryDesc *queryDesc)
 {
-	unsigned	handle;
-	unsigned long long token;
-	int			check;
+	int			flags;
 	dsm_segment *seg;
-	TsWorkerSegment *ws;
 	TsReportContext rc;
 
 	if (!IsParallelWorker() || queryDesc->planstate == NULL ||
-		!ts_setting_parse(&handle, &token, &check))
+		queryDesc->instrument_options == 0)
 		return;
-	seg = dsm_attach((dsm_handle) handle);
-	if (seg == NULL)
-		return;
-	ws = (TsWorkerSegment *) dsm_segment_address(seg);
-	if (dsm_segment_map_length(seg) >= offsetof(TsWorkerSegment, sigs) &&
-		ws->magic == TS_WORKER_SAMPLING_MAGIC && ws->token == (uint64) token &&
-		ws->nnodes > 0 && ws->nworkers > 0 &&
-		dsm_segment_map_length(seg) >= ws->slots_offset +
-		sizeof(TsWorkerSlot) * (Size) ws->nnodes * ws->nworkers &&
-		ParallelWorkerNumber >= 0 && ParallelWorkerNumber < ws->nworkers)
-	{
-		rc.ws = ws;
-		rc.worker = ParallelWorkerNumber;
-		(void) ts_report_node(queryDesc->planstate, &rc);
-	}
-	dsm_detach(seg);
+	seg = ts_segment_attach(&flags);
+	rc.ws = seg != NULL ? (TsWorkerSegment *) dsm_segment_address(seg) : NULL;
+	rc.worker = ParallelWorkerNumber;
+	(void) ts_report_node(queryDesc->planstate, &rc);
+	if (seg != NULL)
+		dsm_detach(seg);
 }
 
 /*
@@ -322,8 +433,7 @@ ts_worker_sampling_collect(PlanState *node, TsSampling *sum)
 	if (plan == NULL || plan->workers == NULL || node->worker_instrument == NULL)
 		return false;
 	ws = (TsWorkerSegment *) dsm_segment_address(plan->workers);
-	if (id < 0 || id >= ws->nnodes ||
-		!ts_node_sig_matches(&ws->sigs[id], node->plan))
+	if (!ts_segment_has(ws, node->plan))
 		return false;
 	for (int w = 0; w < node->worker_instrument->num_workers; w++)
 	{
@@ -343,6 +453,49 @@ ts_worker_sampling_collect(PlanState *node, TsSampling *sum)
 }
 
 /*
+ * The leader, estimating a probed node's timing cost: the probes of every
+ * worker that ran node, their spans merged into the node's own; false
+ * (and nothing merged) if one of them did not report them.
+ */
+bool
+ts_worker_probes_collect(PlanState *node, TsInstrumentation *ti)
+{
+	TsPlanEntry *plan = ts_plan_of(node);
+	TsWorkerSegment *ws;
+	TsWorkerInstr *wi = node->worker_instrument;
+	int			id = node->plan->plan_node_id;
+	bool		any = false;
+
+	if (plan == NULL || plan->workers == NULL || wi == NULL)
+		return false;
+	ws = (TsWorkerSegment *) dsm_segment_address(plan->workers);
+	if (!ts_segment_has(ws, node->plan))
+		return false;
+	for (int w = 0; w < wi->num_workers; w++)
+	{
+		if (wi->instrument[w].nloops <= 0)
+			continue;
+		if (w >= ws->nworkers || ts_worker_slot(ws, id, w)->probe_reports == 0)
+			return false;
+		any = true;
+	}
+	if (!any)
+		return false;
+	for (int w = 0; w < wi->num_workers; w++)
+	{
+		TsWorkerSlot *slot;
+
+		if (wi->instrument[w].nloops <= 0)
+			continue;
+		slot = ts_worker_slot(ws, id, w);
+		ti->worker_probes += slot->probes;
+		ti->worker_bare_calls += slot->bare_calls;
+		ts_span_merge(&ti->spans, &slot->spans);
+	}
+	return true;
+}
+
+/*
  * A parallel worker, before its plan is bound: whether its leader's query
  * is checked (timing_source_explain_nodes_check), so that the worker
  * times every call of its sampled nodes as well
@@ -352,10 +505,10 @@ ts_worker_sampling_checked(void)
 {
 	unsigned	handle;
 	unsigned long long token;
-	int			check;
+	int			flags;
 
-	return IsParallelWorker() && ts_setting_parse(&handle, &token, &check) &&
-		check == 1;
+	return IsParallelWorker() && ts_setting_parse(&handle, &token, &flags) &&
+		(flags & TS_WS_CHECK) != 0;
 }
 
 #endif							/* TS_HAVE_NODE_WRAPPERS */

@@ -5,7 +5,9 @@
 # twice with timing_source.subtract_overhead on, and every new worker
 # process would pay for measuring the per-call cost.  The measurement logs
 # one DEBUG3 line per process ("the node wrappers' timing per call"), so
-# the server log says which processes measured.
+# the server log says which processes measured.  The per-call cost
+# measured in the plan (probes, with timing_source.subtract_overhead) is
+# measured in the workers too: they pass their probes to the leader.
 #
 # The Gather divides what its processes' timing cost among them, or among
 # the CPUs where fewer (processes taking turns stretch each other's wall
@@ -187,6 +189,83 @@ SKIP:
 	  unless @checked;
 	ok(!grep(/\(off\)$/, @checked),
 		"the workers' lines add up to the node's subtracted total: " . join(', ', @checked));
+}
+
+# With the cost subtracted, parallel workers probe the nodes they run as
+# the leader does, give their own bare calls their lengths (before core
+# copies their figures back) and pass their probes to the leader
+# (worker_sampling.c).  Without the leader taking part, theirs are the
+# plan's only measure of a timed call: the leader's figure for the scan
+# must rest on exactly their spans, and it must count exactly their probes
+# and take exactly their bare calls from the calls it counts as timed.
+SKIP:
+{
+	skip 'nothing estimates the timing cost in this build', 6
+	  if $estimated == 0;
+
+	my $offset = -s $node->logfile;
+	my ($out, $err) = ('', '');
+	$node->psql('postgres', q{
+		SET timing_source.subtract_overhead = on;
+		SET parallel_leader_participation = off;
+		SET client_min_messages = debug2;
+		SELECT pg_backend_pid();
+		EXPLAIN (ANALYZE, FORMAT JSON) SELECT count(*) FROM t;
+	}, stdout => \$out, stderr => \$err, on_error_die => 1);
+	my ($lpid, @json) = split /\n/, $out;
+	my $launched = 0;
+	my @todo = (decode_json(join("\n", @json))->[0]{Plan});
+	while (my $n = shift @todo)
+	{
+		$launched += $n->{'Workers Launched'} // 0;
+		push @todo, @{ $n->{Plans} // [] };
+	}
+	skip 'no parallel worker was launched, so there is nothing to judge', 6
+	  if $launched == 0;
+
+	my $log = slurp_file($node->logfile, $offset);
+	my (%wprobes, %wbare, %wspans, @unreported, @unimputed);
+	my $reports = 0;
+	my %ids;
+	while ($log =~ /\[(\d+)\] DEBUG:  timing_source: plan node (\d+): parallel worker (\d+) ran (\d+) probes, (\d+) bare calls given ([0-9.]+) ns, its total ([0-9.]+) ns without them and ([0-9.]+) ns with them; (\d+) timed and (\d+) bare spans, (.*)/g)
+	{
+		my ($pid, $nid, $w, $p, $b, $given, $before, $after, $ts, $bs, $how) =
+		  ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11);
+		next if $pid == $lpid;
+		$reports++;
+		$ids{$nid} = 1;
+		$wprobes{$nid} += $p;
+		$wbare{$nid} += $b;
+		$wspans{$nid} += $ts + $bs;
+		push @unreported, "worker $w" unless $how =~ /^reported to the leader/;
+		# the bare calls' lengths, and those of bare calls with no
+		# neighbour to go by (which only add), went into the total
+		push @unimputed, "worker $w: $before + $given > $after"
+		  if $b > 0 && $after < $before + $given - 1;
+	}
+	# the workers' nodes: the scan, and the Partial Aggregate above it,
+	# which makes one call a worker
+	my @ids = sort { $a <=> $b } keys %ids;
+	is(scalar(@ids) . " nodes, $reports reports", '2 nodes, ' . (2 * $launched) . ' reports',
+		"each of the $launched workers probed its two nodes and said so once each (nodes: @ids)");
+	ok(!@unreported && !@unimputed,
+		"each reported its probes to the leader and put its bare calls' lengths into its own total"
+		  . (@unreported || @unimputed ? ': ' . join('; ', @unreported, @unimputed) : ''));
+	# the scan: the one of many calls
+	my ($id) = sort { $wprobes{$b} <=> $wprobes{$a} } @ids;
+	$id //= -1;
+	ok($wprobes{$id} > 0 && $wbare{$id} > 0,
+		"the workers ran probes and bare calls: $wprobes{$id} probes, $wbare{$id} bare calls");
+
+	my ($timed_spans, $bare_spans) =
+	  $err =~ /plan node $id: a timed call costs -?[0-9.]+ ns \(\+\/- [0-9.]+\) measured in the plan, [0-9.]+ ns calibrated; (\d+) timed and (\d+) bare spans/;
+	is(defined $timed_spans ? $timed_spans + $bare_spans : 'none', $wspans{$id},
+		"the leader, which ran none of the scan's calls, measured its cost from exactly the workers' spans");
+	my ($timed, $probes, $calls) =
+	  $err =~ /plan node $id: [0-9.]+ ns of timing seen by what encloses it: ([0-9.]+) timed calls at [0-9.]+ ns, ([0-9.]+) probes at [0-9.]+ ns, ([0-9.]+) calls at [0-9.]+ ns for the countdown/;
+	is($probes // 'none', $wprobes{$id}, "the leader counts every worker's probes");
+	is(defined $calls ? $calls - $timed : 'none', $wbare{$id},
+		"and counts their bare calls as untimed: $calls calls, " . ($timed // 'none') . ' timed');
 }
 
 $node->stop;

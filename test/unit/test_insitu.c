@@ -478,5 +478,57 @@ main(void)
 		   "the draining call gets its length to %.4f%%", 100 * drain_err);
 	}
 
+	/*
+	 * Parallel workers' spans merged into their leader's: processes whose
+	 * spans differ in length (a leader whose calls wait on its workers'
+	 * tuples, workers that scan) still measure the cost they share, with
+	 * the error of all their spans together; and merging adds exactly
+	 * what each process counted.
+	 */
+	{
+		TsSpanStats leader,
+					worker;
+		TsSpanSums	sums;
+		uint64_t	n0;
+		double		se_alone,
+					se_merged;
+		int			merged_covered = 0;
+
+		for (int r = 0; r < runs; r++)
+		{
+			fill(&leader, 2000, 300, 150, 30, 0.002);
+			fill(&worker, 4000, 80, 60, 30, 0.002);
+			memset(&sums, 0, sizeof(sums));
+			ts_span_sums_add(&sums, &worker);
+			ts_span_merge(&leader, &sums);
+			if (ts_span_cost(&leader, &cost, &se) && fabs(cost - 30) <= 1.96 * se)
+				merged_covered++;
+		}
+		ok(merged_covered >= runs * 90 / 100,
+		   "spans of processes of different lengths, merged: the interval covers the cost in %d of %d runs",
+		   merged_covered, runs);
+
+		fill(&leader, 2000, 80, 60, 30, 0);
+		fill(&worker, 6000, 80, 60, 30, 0);
+		ts_span_cost(&leader, &cost, &se_alone);
+		n0 = leader.n[0] + leader.n[1] + worker.n[0] + worker.n[1];
+		memset(&sums, 0, sizeof(sums));
+		ts_span_sums_add(&sums, &worker);
+		ts_span_merge(&leader, &sums);
+		ts_span_cost(&leader, &cost, &se_merged);
+		ok(leader.n[0] + leader.n[1] == n0 && se_merged < se_alone * 0.6,
+		   "merged, the spans add up (%llu) and four times the spans halve the error: %.3f then %.3f",
+		   (unsigned long long) (leader.n[0] + leader.n[1]), se_alone, se_merged);
+
+		/* a worker with nothing counted changes nothing */
+		fill(&worker, 0, 80, 60, 30, 0);
+		memset(&sums, 0, sizeof(sums));
+		ts_span_sums_add(&sums, &worker);
+		ts_span_merge(&leader, &sums);
+		ok(leader.n[0] + leader.n[1] == n0 && ts_span_cost(&leader, &cost, &se) &&
+		   se == se_merged,
+		   "a worker that counted no span leaves the figure as it was");
+	}
+
 	return done_testing();
 }
