@@ -1465,6 +1465,17 @@ ts_plan_timing(PlanState *node, TsPlanTiming *timing)
 static void ts_executor_start_bind(QueryDesc *queryDesc, int eflags);
 
 /*
+ * Whether exactly timed nodes run probes (insitu.h): only where the cost
+ * is subtracted, so that plain exact timing stays exact to the call, and
+ * neither in a sampled nor in a profiled run
+ */
+static inline bool
+ts_probing(bool profile, int sample_every)
+{
+	return ts_subtract_overhead && !profile && sample_every <= 1;
+}
+
+/*
  * A sampled or probed parallel plan's segment for its workers' figures is
  * made before ExecutorStart enters parallel mode (worker_sampling.c), and
  * kept by the plan's entry if the plan is sampled or probed after all.
@@ -1482,9 +1493,8 @@ ts_ExecutorStart(QueryDesc *queryDesc, int eflags)
 	workers = ts_worker_sampling_prepare(queryDesc, eflags,
 										 tracked ? 1 : ts_sample_every,
 										 ts_sample_check,
-										 !tracked && ts_subtract_overhead &&
-										 ts_sample_every <= 1 &&
-										 !ts_profile_next);
+										 !tracked &&
+										 ts_probing(ts_profile_next, ts_sample_every));
 	ts_executor_start_bind(queryDesc, eflags);
 	if (workers == NULL)
 		return;
@@ -1545,12 +1555,11 @@ ts_executor_start_bind(QueryDesc *queryDesc, int eflags)
 	bc.nsampled_usage = 0;
 
 	/*
-	 * Probes only where the cost is subtracted, so that plain exact timing
-	 * stays exact to the call, and in a parallel worker only where its
+	 * Probes (see ts_probing), and in a parallel worker only where its
 	 * leader, which estimates the worker's calls (see below), will see
-	 * them (worker_sampling.c).
+	 * them (worker_sampling.c)
 	 */
-	bc.probe = ts_subtract_overhead && !bc.profile && bc.sample_every <= 1 &&
+	bc.probe = ts_probing(bc.profile, bc.sample_every) &&
 		(queryDesc->instrument_options & INSTRUMENT_TIMER) != 0 &&
 		(!IsParallelWorker() || ts_worker_probes_wanted(queryDesc));
 	bc.set = ts_wrappers_for(clock);

@@ -753,10 +753,11 @@ ts_scale_worker_times(PlanState *node, double ratio)
 }
 
 /*
- * A probed node's bare calls into its total (after InstrEndLoop), once,
- * where this process ran any: see ts_probe_apply.  "timed" is the node's
- * calls this total holds that were timed.  A parallel worker does this
- * for its own before core copies its figures to the leader.
+ * A probed node's bare calls into its total (after InstrEndLoop and
+ * ts_probe_settle), once, where this process ran any: see ts_probe_apply.
+ * "timed" is the node's calls this total holds that were timed.  A
+ * parallel worker does this for its own before core copies its figures to
+ * the leader.
  */
 void
 ts_probe_impute(TsInstrumentation *ti, double timed)
@@ -766,7 +767,6 @@ ts_probe_impute(TsInstrumentation *ti, double timed)
 	double		later_s;
 	double		bare_s;
 
-	ts_probe_settle(ti, -1.0);
 	if (ti->bare_calls <= 0 || ti->imputed)
 		return;
 	total_s = ts_node_total_s(&ti->instr);

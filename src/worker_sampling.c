@@ -265,19 +265,21 @@ ts_setting_parse(unsigned *handle, unsigned long long *token, int *flags)
 }
 
 /*
- * A parallel worker: the segment the setting names, attached, if it is
- * one a leader made with that token and has this worker's slots; NULL
- * otherwise
+ * A parallel worker: the segment the setting names, attached, if the
+ * setting has every flag of "need" and the segment is one a leader made
+ * with that token and has this worker's slots; NULL otherwise
  */
 static dsm_segment *
-ts_segment_attach(int *flags)
+ts_segment_attach(int need)
 {
 	unsigned	handle;
 	unsigned long long token;
+	int			flags;
 	dsm_segment *seg;
 	TsWorkerSegment *ws;
 
-	if (!IsParallelWorker() || !ts_setting_parse(&handle, &token, flags))
+	if (!IsParallelWorker() || !ts_setting_parse(&handle, &token, &flags) ||
+		(flags & need) != need)
 		return NULL;
 	seg = dsm_attach((dsm_handle) handle);
 	if (seg == NULL)
@@ -314,18 +316,13 @@ ts_segment_has(TsWorkerSegment *ws, Plan *plan)
 bool
 ts_worker_probes_wanted(QueryDesc *queryDesc)
 {
-	int			flags;
 	dsm_segment *seg;
 	bool		wanted;
-	unsigned	handle;
-	unsigned long long token;
 
 	if (queryDesc->plannedstmt == NULL ||
-		queryDesc->plannedstmt->planTree == NULL ||
-		!ts_setting_parse(&handle, &token, &flags) ||
-		(flags & TS_WS_PROBE) == 0)
+		queryDesc->plannedstmt->planTree == NULL)
 		return false;
-	seg = ts_segment_attach(&flags);
+	seg = ts_segment_attach(TS_WS_PROBE);
 	if (seg == NULL)
 		return false;
 	wanted = ts_segment_has((TsWorkerSegment *) dsm_segment_address(seg),
@@ -362,14 +359,13 @@ ts_report_node(PlanState *node, void *context)
 	else if (ts_node_probed(node))
 	{
 		TsInstrumentation *ti = (TsInstrumentation *) node->instrument;
+		double		before_s;
 
 		/*
 		 * Its bare calls into its own total before core copies that to
 		 * the leader, whether or not their count can reach it (as
 		 * ExecParallelReportInstrumentation would, the last loop first)
 		 */
-		double		before_s;
-
 		InstrEndLoop(node->instrument);
 		before_s = ts_node_total_s(node->instrument);
 		ts_probe_settle(ti, -1.0);
@@ -403,19 +399,47 @@ ts_report_node(PlanState *node, void *context)
 void
 ts_worker_sampling_report(QueryDesc *queryDesc)
 {
-	int			flags;
 	dsm_segment *seg;
 	TsReportContext rc;
 
 	if (!IsParallelWorker() || queryDesc->planstate == NULL ||
 		queryDesc->instrument_options == 0)
 		return;
-	seg = ts_segment_attach(&flags);
+	seg = ts_segment_attach(0);
 	rc.ws = seg != NULL ? (TsWorkerSegment *) dsm_segment_address(seg) : NULL;
 	rc.worker = ParallelWorkerNumber;
 	(void) ts_report_node(queryDesc->planstate, &rc);
 	if (seg != NULL)
 		dsm_detach(seg);
+}
+
+/* The leader: its plan's segment, if node has slots there; NULL if not */
+static TsWorkerSegment *
+ts_node_segment(PlanState *node)
+{
+	TsPlanEntry *plan = ts_plan_of(node);
+	TsWorkerSegment *ws;
+
+	if (plan == NULL || plan->workers == NULL || node->worker_instrument == NULL)
+		return NULL;
+	ws = (TsWorkerSegment *) dsm_segment_address(plan->workers);
+	return ts_segment_has(ws, node->plan) ? ws : NULL;
+}
+
+/*
+ * The leader: worker w's slot of node, NULL if that worker did not run
+ * it; one that says no report where the worker has no slot
+ */
+static const TsWorkerSlot *
+ts_ran_slot(TsWorkerSegment *ws, PlanState *node, int w)
+{
+	static const TsWorkerSlot none = {0};
+
+	if (node->worker_instrument->instrument[w].nloops <= 0)
+		return NULL;
+	if (w >= ws->nworkers)
+		return &none;
+	return ts_worker_slot(ws, node->plan->plan_node_id, w);
 }
 
 /*
@@ -425,25 +449,17 @@ ts_worker_sampling_report(QueryDesc *queryDesc)
 bool
 ts_worker_sampling_collect(PlanState *node, TsSampling *sum)
 {
-	TsPlanEntry *plan = ts_plan_of(node);
-	TsWorkerSegment *ws;
+	TsWorkerSegment *ws = ts_node_segment(node);
 	TsSampling	add = {0};
-	int			id = node->plan->plan_node_id;
 
-	if (plan == NULL || plan->workers == NULL || node->worker_instrument == NULL)
-		return false;
-	ws = (TsWorkerSegment *) dsm_segment_address(plan->workers);
-	if (!ts_segment_has(ws, node->plan))
+	if (ws == NULL)
 		return false;
 	for (int w = 0; w < node->worker_instrument->num_workers; w++)
 	{
-		TsWorkerSlot *slot;
+		const TsWorkerSlot *slot = ts_ran_slot(ws, node, w);
 
-		if (node->worker_instrument->instrument[w].nloops <= 0)
+		if (slot == NULL)
 			continue;
-		if (w >= ws->nworkers)
-			return false;
-		slot = ts_worker_slot(ws, id, w);
 		if (slot->reports == 0)
 			return false;
 		ts_sampling_add(&add, &slot->sum);
@@ -460,38 +476,29 @@ ts_worker_sampling_collect(PlanState *node, TsSampling *sum)
 bool
 ts_worker_probes_collect(PlanState *node, TsInstrumentation *ti)
 {
-	TsPlanEntry *plan = ts_plan_of(node);
-	TsWorkerSegment *ws;
-	TsWorkerInstr *wi = node->worker_instrument;
-	int			id = node->plan->plan_node_id;
-	bool		any = false;
+	TsWorkerSegment *ws = ts_node_segment(node);
+	TsSpanStats spans;
+	double		probes = 0;
+	double		bare_calls = 0;
 
-	if (plan == NULL || plan->workers == NULL || wi == NULL)
+	if (ws == NULL)
 		return false;
-	ws = (TsWorkerSegment *) dsm_segment_address(plan->workers);
-	if (!ts_segment_has(ws, node->plan))
-		return false;
-	for (int w = 0; w < wi->num_workers; w++)
+	spans = ti->spans;
+	for (int w = 0; w < node->worker_instrument->num_workers; w++)
 	{
-		if (wi->instrument[w].nloops <= 0)
+		const TsWorkerSlot *slot = ts_ran_slot(ws, node, w);
+
+		if (slot == NULL)
 			continue;
-		if (w >= ws->nworkers || ts_worker_slot(ws, id, w)->probe_reports == 0)
+		if (slot->probe_reports == 0)
 			return false;
-		any = true;
+		probes += slot->probes;
+		bare_calls += slot->bare_calls;
+		ts_span_merge(&spans, &slot->spans);
 	}
-	if (!any)
-		return false;
-	for (int w = 0; w < wi->num_workers; w++)
-	{
-		TsWorkerSlot *slot;
-
-		if (wi->instrument[w].nloops <= 0)
-			continue;
-		slot = ts_worker_slot(ws, id, w);
-		ti->worker_probes += slot->probes;
-		ti->worker_bare_calls += slot->bare_calls;
-		ts_span_merge(&ti->spans, &slot->spans);
-	}
+	ti->spans = spans;
+	ti->worker_probes = probes;
+	ti->worker_bare_calls = bare_calls;
 	return true;
 }
 
