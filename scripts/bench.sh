@@ -5,7 +5,7 @@
 #   scripts/bench.sh [--short] [--reps N] [--csv DIR] [--no-pgbench]
 #                    [--tpch | --tpch-only] [--tpch-scale S] [--tpch-rounds N] [--tpch-no-subtract]
 #                    [--track | --no-track] [--track-proxy] [--track-every N] [--track-secs S] [--track-rounds N]
-#                    [--pgbench-scale S]
+#                    [--pgbench-scale S] [--huge-pages]
 #
 # Without PGHOST/PGPORT in the environment (a fresh Debian machine, as
 # root): installs the dependencies, builds and installs the extension,
@@ -136,6 +136,15 @@
 # (PGHOST/PGPORT) and pgbench to CPU 0 for the pgbench parts, as the
 # script does with its own cluster (see pin_start).
 #
+# --huge-pages: the throw-away cluster maps its shared memory in huge
+# pages (huge_pages = on): reserves enough of them with the
+# vm.nr_hugepages sysctl for the run and gives them back at its end (as
+# root, without PGHOST/PGPORT).  Without them each new process (every
+# parallel worker, every new session) faults in the shared buffers it
+# touches a 4 kB page at a time, which on a virtual machine costs a
+# parallel plan tens of milliseconds (docs/benchmark.md).  The CPU line
+# says which kind of page the server's shared memory uses.
+#
 # --short (or BENCH_SHORT=1): 3 rounds instead of 7, and shorter pgbench
 # runs, for the main job.  The CPU model heads the output and is in every
 # CSV row: bench/results/bench-<time>.csv (every run),
@@ -154,6 +163,7 @@ do_tpch=0 tpch_scale=0.05 tpch_subtract=1 tpch_rounds=
 do_track=1 track_secs='' track_rounds='' pgb_scale=10
 short=0
 [ -n "${BENCH_SHORT:-}" ] && short=1
+huge=0
 
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -173,7 +183,8 @@ while [ $# -gt 0 ]; do
 		--track-secs) track_secs=$2; shift ;;
 		--track-rounds) track_rounds=$2; shift ;;
 		--pgbench-scale) pgb_scale=$2; shift ;;
-		-h|--help) sed -n '2,130p' "$0"; exit 0 ;;
+		--huge-pages) huge=1 ;;
+		-h|--help) sed -n '2,/^set -euo pipefail/{/^set /!p}' "$0"; exit 0 ;;
 		*) echo "unknown argument: $1" >&2; exit 2 ;;
 	esac
 	shift
@@ -181,6 +192,8 @@ done
 case $reps in
 	''|*[!0-9]*|0) echo "--reps needs a positive number" >&2; exit 2 ;;
 esac
+[ "$huge" = 1 ] && { [ -n "${PGHOST:-}" ] || [ -n "${PGPORT:-}" ]; } &&
+	{ echo "--huge-pages is for the script's own cluster: unset PGHOST and PGPORT, or configure huge pages on the server" >&2; exit 2; }
 # the TPC-H run: 10 rounds, 4 with --short
 [ -n "$tpch_rounds" ] || { tpch_rounds=10; [ "$short" = 1 ] && tpch_rounds=4; }
 case $tpch_rounds in
@@ -196,6 +209,27 @@ for v in "$track_secs" "$track_rounds" "$pgb_scale"; do
 done
 [[ $tpch_scale =~ ^(0|[1-9][0-9]*)?(\.[0-9]+)?$ ]] && awk -v s="$tpch_scale" 'BEGIN { exit !(s > 0 && s <= 10) }' ||
 	{ echo "--tpch-scale needs a number above 0, at most 10" >&2; exit 2; }
+
+# --huge-pages: enough huge pages for the cluster's shared memory
+# (shared_buffers, 256MB in scripts/lib.sh, and the rest, with room), on
+# top of those already reserved; the old count comes back at the end.
+huge_old=
+reserve_huge_pages() {
+	local kb need have
+	kb=$(awk '/^Hugepagesize:/ { print $2 }' /proc/meminfo)
+	[ -n "$kb" ] && [ "$kb" -gt 0 ] && [ -w /proc/sys/vm/nr_hugepages ] ||
+		ts_die "--huge-pages: this kernel offers no huge pages to reserve (as root, vm.nr_hugepages)"
+	huge_old=$(cat /proc/sys/vm/nr_hugepages)
+	need=$(( (400 * 1024 + kb - 1) / kb ))
+	echo $((huge_old + need)) >/proc/sys/vm/nr_hugepages
+	have=$(cat /proc/sys/vm/nr_hugepages)
+	[ "$have" -ge $((huge_old + need)) ] ||
+		ts_die "--huge-pages: the kernel reserved $((have - huge_old)) of the $need huge pages of $kb kB needed (memory too fragmented or too small)"
+}
+release_huge_pages() {
+	[ -n "$huge_old" ] && echo "$huge_old" >/proc/sys/vm/nr_hugepages
+	return 0
+}
 
 # ---- set-up of a throw-away cluster when no server is given ----
 if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
@@ -214,10 +248,17 @@ if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
 	ts_workdir
 	trap ts_cleanup EXIT
 	trap 'exit 130' INT TERM
+	huge_conf=
+	if [ "$huge" = 1 ]; then
+		reserve_huge_pages
+		trap 'ts_cleanup; release_huge_pages' EXIT
+		huge_conf='huge_pages = on'
+	fi
 	ts_cluster_start bench <<-EOF
 		jit = off
 		max_worker_processes = 8
 		max_parallel_workers = 4
+		$huge_conf
 	EOF
 	PSQL=(ts_as_user psql)
 	ts_log "benchmark ($reps rounds per variant)"
@@ -268,6 +309,11 @@ ncpu=$(nproc 2>/dev/null || echo '?')
 pgver=$(psql_db -At -c 'SHOW server_version')
 pgnum=$(psql_db -At -c 'SHOW server_version_num')
 clocksrc=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo unknown)
+# what the server's shared memory is mapped with: huge_pages_status (17
+# and later) says; before, only huge_pages = on is sure of it
+hugepg=$(psql_db -At -c "SELECT coalesce(current_setting('huge_pages_status', true),
+		CASE current_setting('huge_pages') WHEN 'on' THEN 'on' WHEN 'off' THEN 'off' ELSE 'unknown (huge_pages = try)' END)")
+hugepg="huge pages $hugepg"
 stamp=$(date -u +%Y%m%d-%H%M%S)
 
 # samp_clock SETUP: on 15-18, the clock the extension's sampled timing
@@ -463,7 +509,7 @@ LOAD 'timing_source';
 \\endif"
 	clock=$(psql_db -At -c 'SHOW timing_clock_source')
 	echo
-	echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver, timing_clock_source $clock; $reps rounds per variant"
+	echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver, timing_clock_source $clock, $hugepg; $reps rounds per variant"
 	mkdir -p "$csvdir"
 	echo "cpu,postgresql,query,variant,round,ms" >"$raw_csv"
 	echo "cpu,postgresql,query,plain,core,ext,corebuf,extbuf,coreoff,extoff,coreoffbuf,extoffbuf,ext64,ext_core,extbuf_corebuf,extoff_coreoff,extoffbuf_coreoffbuf,ext64_core" >"$sum_csv"
@@ -632,7 +678,7 @@ fi
 
 
 echo
-echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; $reps rounds per variant"
+echo "CPU: $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver, $hugepg; $reps rounds per variant"
 
 variants=(plain off lean system tsc sysbuf tscbuf tsc64 sys64)
 [ "$tsc_ok" = 1 ] || variants=(plain off system sysbuf sys64)
