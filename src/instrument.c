@@ -920,8 +920,14 @@ ts_probe_call(PlanState *node, TimingClockSource clock,
 				/* a loop's first call is its startup: no bare call's like */
 				bool		loop_first = !ti->instr.running;
 
-				ti->probes += 1.0;
 				slot = ts_probe_timed(node, timer, &ns);
+				if (unlikely(!ts_probe_call_short(ns)) && !TupIsNull(slot))
+				{
+					/* too long a call to probe among (insitu.h): no probe */
+					ts_probe_end(ti);
+					return slot;
+				}
+				ti->probes += 1.0;
 				if (unlikely(TupIsNull(slot)))
 				{
 					/*

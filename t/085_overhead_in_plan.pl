@@ -575,5 +575,37 @@ $node->safe_psql('postgres', 'CREATE TABLE upd AS SELECT g FROM generate_series(
 	  or diag($all);
 }
 
+# A node whose every call is long (each row's filter sums thousands of
+# numbers through a subquery) runs no bare call: among calls that long no
+# number of spans measures what a timed call costs, and a bare call's
+# length, taken from its neighbours, could be off by a whole call (a
+# join of a few long calls in the TPC-H-shaped run came out above the
+# Sort that read it).  Its subquery's scan, whose calls after each loop's
+# first are short, still probes in the same plan; and the scan of long
+# calls stays within the Sort above it.
+{
+	my ($plan, $lines) = run_explain(
+		'SELECT g FROM generate_series(1, 300) g
+		  WHERE (SELECT sum(x) FROM generate_series(1, 5000 + g % 7 * 500) x) > 0
+		  ORDER BY g DESC',
+		'on', 'SET jit = off;');
+	my $all = join("\n", @$lines);
+	my $sort = $plan->[0]{Plan};
+	my $scan = $sort->{Plans}[0];
+	my @long = passed_up($all, 1);
+	my @short = passed_up($all, 3);
+	ok($sort->{'Node Type'} eq 'Sort' && $scan->{'Node Type'} eq 'Function Scan'
+		  && @long && $long[1] == $long[5] && $long[5] >= 300,
+		'a node of long calls times every call, none bare'
+		  . (@long ? " ($long[1] timed of $long[5] calls)" : ''))
+	  or diag($all);
+	ok(@short && $short[3] > 0,
+		'the short calls beside it in the same plan still probe'
+		  . (@short ? " ($short[3] probes)" : ''))
+	  or diag($all);
+	cmp_ok($scan->{'Actual Total Time'}, '<=', $sort->{'Actual Total Time'},
+		'the scan of long calls stays within its Sort');
+}
+
 $node->stop;
 done_testing();

@@ -131,7 +131,7 @@ SET max_parallel_workers_per_gather = 0;
 	done < <(tpch_queries)
 
 	echo
-	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver; nodes timed with ${tpch_clock:-the TSC}"
+	echo "TPC-H-shaped accuracy run: CPU $cpu ($ncpu CPUs), clocksource $clocksrc; PostgreSQL $pgver, ${hugepg:-huge pages unknown}; nodes timed with ${tpch_clock:-the TSC}"
 	echo "scale $(psql_db -At -c 'SELECT scale FROM tpch.meta'), $rounds rounds; sampled 1 in $sample, $rounds runs a query;" \
 		"reference: untimed Execution Time (top node), mean of $((rounds * refs)) runs at 1 in $ref (inner nodes, judged where its standard error is <= $ref_se_max%);" \
 		"shares also against a profile of $((rounds * profiles)) untimed runs at $hz Hz;" \
