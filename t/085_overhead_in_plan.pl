@@ -55,6 +55,9 @@
 #   node: none where nothing reads it, 10 calls' where a LIMIT reads 10.
 # - an initPlan that parallel workers read is run by their Gather, and its
 #   cost is added to the Gather's after the workers' share is divided.
+# - a node whose every call is long (over 20 us) runs no bare call and
+#   stays within the Sort above it, while its subquery's scan of short
+#   calls still probes.
 #
 use strict;
 use warnings;
