@@ -250,8 +250,10 @@ if [ -z "${PGHOST:-}" ] && [ -z "${PGPORT:-}" ]; then
 	trap 'exit 130' INT TERM
 	huge_conf=
 	if [ "$huge" = 1 ]; then
-		reserve_huge_pages
+		# before reserving: a reservation that fails part-way gives back
+		# what it got too
 		trap 'ts_cleanup; release_huge_pages' EXIT
+		reserve_huge_pages
 		huge_conf='huge_pages = on'
 	fi
 	ts_cluster_start bench <<-EOF
