@@ -437,9 +437,12 @@ ts_overhead_child(PlanState *child, void *arg)
  * reads first (with exactly one, the reading is looked for below, though
  * the node may read it too).  The runner is the lowest node that contains
  * every reader, where an initPlan's plan is contained by its own runner
- * rather than by the node it hangs from; so the runners are found over a
- * few passes, each seeing the last's.  A runner not below the node the
- * initPlan hangs from is not believed: that node is used.
+ * rather than by the node it hangs from; so one runner can depend on
+ * another's, whichever comes first in the plan (a CTE read by the CTE
+ * after it and by the query waits for that CTE's runner, and so on down a
+ * chain of them), and the runners are found over as many passes as it
+ * takes for none to change.  A runner not below the node the initPlan
+ * hangs from is not believed: that node is used.
  */
 typedef struct TsPlanLink
 {
@@ -458,8 +461,6 @@ typedef struct TsPlanLinks
 	List	   *subplans;		/* the executor's es_subplanstates */
 	List	   *seen;			/* those of them linked already */
 } TsPlanLinks;
-
-#define TS_INIT_PLAN_PASSES 3
 
 static bool
 ts_link_node(PlanState *node, void *arg)
@@ -607,14 +608,30 @@ ts_link_plan(TsPlanEntry *plan, PlanState *top)
 	l->subplans = plan->entry.queryDesc->estate->es_subplanstates;
 	l->seen = NIL;
 	(void) ts_link_node(top, l);
-	for (int pass = 0; pass < TS_INIT_PLAN_PASSES; pass++)
+
+	/*
+	 * Each pass settles at least one more link of the longest chain of
+	 * runners that depend on each other (an initPlan's plan cannot contain
+	 * itself, so there is no cycle): one pass per initPlan, and one to see
+	 * nothing change, is the most it can take.
+	 */
+	for (int pass = 0; pass <= l->n; pass++)
 	{
+		bool		changed = false;
+
 		for (int i = 0; i < l->n; i++)
 		{
+			int			runner;
+
 			CHECK_FOR_INTERRUPTS();
-			if (l->links[i].init != NULL)
-				l->links[i].runner = ts_link_runner(l, i);
+			if (l->links[i].init == NULL)
+				continue;
+			runner = ts_link_runner(l, i);
+			changed |= (runner != l->links[i].runner);
+			l->links[i].runner = runner;
 		}
+		if (!changed)
+			break;
 	}
 	plan->links = l;
 }

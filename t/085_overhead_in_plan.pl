@@ -46,7 +46,9 @@
 #   runs each, the node that runs them stays within its parent's
 #   subtracted total (median, 1% of slack).  Counted only at the node
 #   they hang from, that node kept their timing cost and exceeded the
-#   Sort by it.
+#   Sort by it.  Of a chain of five CTEs, each read by the next and by the
+#   query, the four read twice are run by the Append that reads them all,
+#   however long the chain of runners that wait on each other.
 # - a subplan several nodes run (each partition's scan filtering through
 #   one correlated subquery) is estimated once, its cost given to the
 #   Append above both scans; an initPlan inside it is run by its scan.
@@ -457,6 +459,51 @@ for my $case (
 	my @sorted = sort { $a <=> $b } @excess;
 	cmp_ok($sorted[2] // 1, '<=', 0.01,
 		"$what: with the cost subtracted, the $type that runs it stays within its parent");
+}
+
+# A chain of CTEs, each read by the next one and by the query: where each
+# CTE runs waits for where the next one does (the CTE Scan that reads it
+# sits in the next CTE's plan), so the runners settle one a pass, the last
+# CTE's first.  All five run inside the Append under the HashAggregate.
+# (After a fixed three passes, the first two kept their runner at the
+# Sort they hang from: the HashAggregate and the Append kept their timing
+# cost and the HashAggregate exceeded the Sort by it.)
+{
+	my $query = q{
+		WITH x1 AS MATERIALIZED (SELECT g FROM generate_series(1, 400000) g),
+			 x2 AS MATERIALIZED (SELECT g FROM x1 WHERE g % 2 = 0),
+			 x3 AS MATERIALIZED (SELECT g FROM x2 WHERE g % 3 = 0),
+			 x4 AS MATERIALIZED (SELECT g FROM x3 WHERE g % 5 = 0),
+			 x5 AS MATERIALIZED (SELECT g FROM x4 WHERE g % 7 = 0)
+		SELECT k, count(*) FROM (SELECT g % 7 AS k FROM x1 UNION ALL SELECT g % 7 FROM x2
+			UNION ALL SELECT g % 7 FROM x3 UNION ALL SELECT g % 7 FROM x4
+			UNION ALL SELECT g % 7 FROM x5) s GROUP BY k ORDER BY k};
+	my $settings = 'SET max_parallel_workers_per_gather = 0; SET work_mem = \'64MB\'; SET jit = off;';
+	my (@excess, @runs_by_append, $shape);
+	for my $run (1 .. 5)
+	{
+		my ($plan, $lines) = run_explain($query, 'on', $settings);
+		my $top = $plan->[0]{Plan};
+		my ($agg) = grep { ($_->{'Parent Relationship'} // '') eq 'Outer' } @{ $top->{Plans} // [] };
+		my ($append) = $agg ? @{ $agg->{Plans} // [] } : ();
+		my @init = grep { ($_->{'Parent Relationship'} // '') eq 'InitPlan' } @{ $top->{Plans} // [] };
+		$shape = "$top->{'Node Type'} / " . ($agg ? $agg->{'Node Type'} : '-') . ' / '
+		  . ($append ? $append->{'Node Type'} : '-') . ' / ' . scalar(@init) . ' InitPlan';
+		next unless $agg && $append && $append->{'Node Type'} eq 'Append' && @init == 5;
+		# the Append's plan node id is the Sort's + 2 (the Sort, its
+		# HashAggregate, the Append, in the order the planner numbers them)
+		push @runs_by_append, scalar grep { /plan node 2: runs an initPlan of plan node 0,/ } @$lines;
+		push @excess, $agg->{'Actual Total Time'} / ($top->{'Actual Total Time'} || 1e-3) - 1;
+	}
+	note "a chain of five CTEs: plan $shape; initPlans the Append runs: @runs_by_append; "
+	  . 'HashAggregate over its parent - 1: ' . join(', ', map { sprintf '%.3f', $_ } @excess);
+	is(scalar(@excess), 5, 'a chain of five CTEs: they hang from the Sort, above the Append that reads them');
+	ok(@runs_by_append == 5 && !grep({ $_ != 4 } @runs_by_append),
+		'a chain of five CTEs: the Append runs the four that the query and the next CTE read (the last is run by its one reader)')
+	  or diag("initPlans run by the Append, per run: @runs_by_append");
+	my @sorted = sort { $a <=> $b } @excess;
+	cmp_ok($sorted[2] // 1, '<=', 0.01,
+		'a chain of five CTEs: with the cost subtracted, the HashAggregate stays within the Sort');
 }
 
 # A subplan several nodes run: each partition's scan filters through the
