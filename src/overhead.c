@@ -362,6 +362,8 @@ typedef struct TsMovedCost
 	PlanState  *runner;
 	PlanState  *owner;			/* the node it hangs from */
 	double		ns;
+	int			init_id;		/* the initPlan's plan node, -1 if none */
+	double		share;			/* of the initPlan's cost, where split */
 } TsMovedCost;
 
 typedef struct TsOverheadWalk
@@ -650,6 +652,156 @@ ts_init_plan_runner(TsPlanEntry *plan, PlanState *node, SubPlanState *sps)
 			return l->links[l->links[i].runner].node;
 	}
 	return node;
+}
+
+/* leave "ns" of an initPlan's timing (plan node init_id) for runner */
+static void
+ts_move_cost(TsPlanEntry *plan, PlanState *owner, PlanState *runner,
+			 double ns, int init_id, double share)
+{
+	TsMovedCost *m = palloc(sizeof(TsMovedCost));
+
+	m->ns = ns;
+	m->runner = runner;
+	m->owner = owner;
+	m->init_id = init_id;
+	m->share = share;
+	plan->moved = lappend(plan->moved, m);
+}
+
+/*
+ * The wall time a node's calls have held so far, before the walk reaches
+ * it (and subtracts from it): its loops', the last one's included
+ */
+static double
+ts_node_run_ns(TsPlanEntry *plan, PlanState *node)
+{
+	TsNodeInstr *instr = node->instrument;
+
+	if (instr == NULL || !TS_INSTR_FLAGS(instr)->need_timer)
+		return 0;
+	if (ts_is_exact(node, plan->set) && ((TsInstrumentation *) instr)->subtracted)
+		return 0;
+	InstrEndLoop(instr);
+	return ts_node_total_s(instr) * 1e9;
+}
+
+/*
+ * Of the links "links[0..n-1]", the one (its position there) nearest above
+ * links[j] through runners, or -1 if none holds it
+ */
+static int
+ts_link_nearest_above(TsPlanLinks *l, const int *links, int n, int j)
+{
+	int			steps = 0;
+
+	for (int x = ts_link_up(l, links[j]); x >= 0 && steps <= l->n;
+		 x = ts_link_up(l, x), steps++)
+	{
+		for (int k = 0; k < n; k++)
+		{
+			if (k != j && links[k] == x)
+				return k;
+		}
+	}
+	return -1;
+}
+
+/*
+ * Leave an initPlan's timing cost "ns" for the node that runs it.  A CTE
+ * does not run in one place: ExecCteScan fills the CTE's store as its
+ * readers need rows, so whichever CTE Scan reads past the others runs that
+ * part of the CTE, inside its own call (a CTE Scan under a Hash all of it;
+ * one in an initPlan that another reader's filter runs, all but that
+ * reader's first row, where the CTE's plan streams; none of it where the
+ * CTE's plan made every row in that reader's first call, as a hash
+ * aggregate does).  The runner, the lowest node holding every reader, holds
+ * all of it, but the nodes between keep their share.  A reader's calls held
+ * at most the CTE's run, and at most the reader's own time: each reader
+ * below the runner is given that share of the cost, less the shares of the
+ * readers its calls hold, the runner the rest.  Readers' own work (reading
+ * the store back, their filters) adds to those shares: where they add up
+ * to a little more than the whole they are scaled down, and where to much
+ * more, which reader ran the CTE cannot be told from their times (a cheap
+ * CTE that three readers read through), and the runner gets it all, as
+ * readers given shares of a run they did not hold would lose time they
+ * spent.  "run_ns" is the CTE's plan's time, as it ran.
+ */
+#define TS_CTE_SHARES_MAX	1.1
+
+static void
+ts_move_init_plan(TsPlanEntry *plan, PlanState *owner, SubPlanState *sps,
+				  double ns, double run_ns)
+{
+	PlanState  *runner = ts_init_plan_runner(plan, owner, sps);
+	TsPlanLinks *l = plan->links;
+	int			init_id = sps->planstate->plan->plan_node_id;
+	double		left = 1.0;
+
+	if (runner != owner && l != NULL && run_ns > 0 && ns > 0)
+	{
+		Bitmapset  *params = NULL;
+		int		   *readers = palloc(l->n * sizeof(int));
+		double	   *held = palloc(l->n * sizeof(double));
+		double	   *shares = palloc(l->n * sizeof(double));
+		double		sum = 0;
+		int			n = 0;
+		ListCell   *lc;
+
+		foreach(lc, sps->subplan->setParam)
+			params = bms_add_member(params, lfirst_int(lc));
+		for (int i = 0; i < l->n; i++)
+		{
+			PlanState  *reader = l->links[i].node;
+
+			if (reader == runner || !IsA(reader->plan, CteScan) ||
+				!bms_is_member(((CteScan *) reader->plan)->cteParam, params))
+				continue;
+			readers[n] = i;
+			held[n++] = Min(ts_node_run_ns(plan, reader), run_ns) / run_ns;
+		}
+
+		/*
+		 * A reader whose calls hold another's (the other in an initPlan its
+		 * filter runs) holds that one's part too: its own is what is left
+		 * after the nearest readers inside it.
+		 */
+		for (int k = 0; k < n; k++)
+		{
+			shares[k] = held[k];
+			for (int j = 0; j < n; j++)
+			{
+				if (j != k && ts_link_nearest_above(l, readers, n, j) == k)
+					shares[k] -= held[j];
+			}
+			shares[k] = Max(shares[k], 0.0);
+			sum += shares[k];
+		}
+		if (sum > TS_CTE_SHARES_MAX)
+		{
+			ereport(DEBUG2,
+					(errmsg_internal("timing_source: plan node %d: its CTE's readers' own times add up to %.0f%% of its run; its timing is left to plan node %d, which holds them all",
+									 init_id, 100 * sum, runner->plan->plan_node_id)));
+			n = 0;
+		}
+		for (int k = 0; k < n; k++)
+		{
+			double		share = sum > 1.0 ? shares[k] / sum : shares[k];
+
+			if (share <= 0)
+				continue;
+			ts_move_cost(plan, owner, l->links[readers[k]].node, ns * share,
+						 init_id, share);
+			left -= share;
+		}
+		bms_free(params);
+		pfree(readers);
+		pfree(held);
+		pfree(shares);
+	}
+	/* the readers' shares can leave a rounding error's worth */
+	if (left > 1e-6)
+		ts_move_cost(plan, owner, runner, ns * left, init_id, left);
 }
 
 /*
@@ -975,7 +1127,6 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 	double		ns;
 	PlanState  *holder;
 	int			nrunners;
-	TsMovedCost *m;
 
 	if (ts_subplan_seen(subplans, &plan->seen, node))
 		return 0;
@@ -987,11 +1138,7 @@ ts_overhead_node(PlanState *node, TsPlanEntry *plan, bool subtract)
 			(errmsg_internal("timing_source: plan node %d: a subplan %d nodes run; its %.0f ns of timing go to plan node %d, above them all",
 							 node->plan->plan_node_id, nrunners, ns,
 							 holder->plan->plan_node_id)));
-	m = palloc(sizeof(TsMovedCost));
-	m->ns = ns;
-	m->runner = holder;
-	m->owner = holder;
-	plan->moved = lappend(plan->moved, m);
+	ts_move_cost(plan, holder, holder, ns, -1, 1.0);
 	return 0;
 }
 
@@ -1077,12 +1224,10 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 	foreach(lc, node->initPlan)
 	{
 		SubPlanState *sps = (SubPlanState *) lfirst(lc);
-		TsMovedCost *m = palloc(sizeof(TsMovedCost));
+		double		run_ns = ts_node_run_ns(plan, sps->planstate);
+		double		ns = ts_overhead_node(sps->planstate, plan, subtract);
 
-		m->ns = ts_overhead_node(sps->planstate, plan, subtract);
-		m->runner = ts_init_plan_runner(plan, node, sps);
-		m->owner = node;
-		plan->moved = lappend(plan->moved, m);
+		ts_move_init_plan(plan, node, sps, ns, run_ns);
 	}
 	(void) planstate_tree_walker(node, ts_overhead_child, &below);
 	/* an initPlan whose runner the walk did not reach stays here */
@@ -1094,9 +1239,10 @@ ts_overhead_subtree(PlanState *node, TsPlanEntry *plan, bool subtract)
 		{
 			if (m->runner == node && m->owner != node)
 				ereport(DEBUG2,
-						(errmsg_internal("timing_source: plan node %d: runs an initPlan of plan node %d, whose %.0f ns of timing it holds",
+						(errmsg_internal("timing_source: plan node %d: runs an initPlan of plan node %d, whose %.0f ns of timing it holds (%.0f%% of plan node %d's)",
 										 node->plan->plan_node_id,
-										 m->owner->plan->plan_node_id, m->ns)));
+										 m->owner->plan->plan_node_id, m->ns,
+										 100 * m->share, m->init_id)));
 			moved_ns += m->ns;
 			pfree(m);
 			plan->moved = foreach_delete_current(plan->moved, lc);

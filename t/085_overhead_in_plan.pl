@@ -48,7 +48,13 @@
 #   they hang from, that node kept their timing cost and exceeded the
 #   Sort by it.  Of a chain of five CTEs, each read by the next and by the
 #   query, the four read twice are run by the Append that reads them all,
-#   however long the chain of runners that wait on each other.
+#   however long the chain of runners that wait on each other.  A CTE's
+#   cost is shared among the CTE Scans that read it by the part of its run
+#   their calls held: a CTE read by the query and, through the query's
+#   filter, by an initPlan, which makes all but its first row, leaves the
+#   initPlan's Aggregate within the top, with a third reader beside the
+#   query's too; where the readers' times add up to much more than the
+#   CTE's (a cheap CTE), the node holding them all keeps it.
 # - a subplan several nodes run (each partition's scan filtering through
 #   one correlated subquery) is estimated once, its cost given to the
 #   Append above both scans; an initPlan inside it is run by its scan.
@@ -479,7 +485,7 @@ for my $case (
 			UNION ALL SELECT g % 7 FROM x3 UNION ALL SELECT g % 7 FROM x4
 			UNION ALL SELECT g % 7 FROM x5) s GROUP BY k ORDER BY k};
 	my $settings = 'SET max_parallel_workers_per_gather = 0; SET work_mem = \'64MB\'; SET jit = off;';
-	my (@excess, @runs_by_append, $shape);
+	my (@excess, @moved, @whole, $shape);
 	for my $run (1 .. 5)
 	{
 		my ($plan, $lines) = run_explain($query, 'on', $settings);
@@ -490,20 +496,120 @@ for my $case (
 		$shape = "$top->{'Node Type'} / " . ($agg ? $agg->{'Node Type'} : '-') . ' / '
 		  . ($append ? $append->{'Node Type'} : '-') . ' / ' . scalar(@init) . ' InitPlan';
 		next unless $agg && $append && $append->{'Node Type'} eq 'Append' && @init == 5;
-		# the Append's plan node id is the Sort's + 2 (the Sort, its
-		# HashAggregate, the Append, in the order the planner numbers them)
-		push @runs_by_append, scalar grep { /plan node 2: runs an initPlan of plan node 0,/ } @$lines;
+		# each CTE's cost, in the shares of it that leave the Sort (plan
+		# node 0) for the nodes that run them
+		my %pct;
+		for (@$lines)
+		{
+			$pct{$3} += $2
+			  if /plan node (\d+): runs an initPlan of plan node 0, whose [0-9.]+ ns of timing it holds \(([0-9.]+)% of plan node (\d+)'s\)/
+			  && $1 != 0;
+		}
+		push @moved, scalar keys %pct;
+		push @whole, scalar grep { abs($_ - 100) <= 2 } values %pct;
 		push @excess, $agg->{'Actual Total Time'} / ($top->{'Actual Total Time'} || 1e-3) - 1;
 	}
-	note "a chain of five CTEs: plan $shape; initPlans the Append runs: @runs_by_append; "
+	note "a chain of five CTEs: plan $shape; CTEs whose cost left the Sort: @moved, all of it: @whole; "
 	  . 'HashAggregate over its parent - 1: ' . join(', ', map { sprintf '%.3f', $_ } @excess);
 	is(scalar(@excess), 5, 'a chain of five CTEs: they hang from the Sort, above the Append that reads them');
-	ok(@runs_by_append == 5 && !grep({ $_ != 4 } @runs_by_append),
-		'a chain of five CTEs: the Append runs the four that the query and the next CTE read (the last is run by its one reader)')
-	  or diag("initPlans run by the Append, per run: @runs_by_append");
+	ok(@moved == 5 && !grep({ $_ != 5 } @moved, @whole),
+		'a chain of five CTEs: each one\'s cost goes, all of it, to the nodes below the Sort that run it')
+	  or diag("CTEs whose cost left the Sort, per run: @moved; all of it: @whole");
 	my @sorted = sort { $a <=> $b } @excess;
 	cmp_ok($sorted[2] // 1, '<=', 0.01,
 		'a chain of five CTEs: with the cost subtracted, the HashAggregate stays within the Sort');
+}
+
+# A CTE read by the query's CTE Scan, whose filter runs an initPlan that
+# reads the whole CTE through a CTE Scan of its own: the query's reader
+# makes the CTE's first row, the initPlan's all the others (a thousand
+# groups of an index's half a million rows), inside its calls and those
+# of the initPlan's Aggregate.  Given all to the node that holds both
+# readers, the query's CTE Scan, the CTE's cost stayed in the initPlan's
+# nodes, and its Aggregate read far above the plan's top.  With a third
+# reader beside the first (under an Append, which then holds them all),
+# the first reader's time holds the initPlan's reader's: counted as its
+# own, the two readers split the cost in halves, and the initPlan's
+# Aggregate kept one.
+$node->safe_psql('postgres', q{
+	CREATE TABLE grouped AS SELECT g % 1000 AS k FROM generate_series(1, 500000) g;
+	CREATE INDEX ON grouped (k);
+	VACUUM ANALYZE grouped;
+});
+
+# the initPlan nodes of a plan (JSON) that are Aggregates, at any depth
+sub init_plan_aggregates
+{
+	my ($p) = @_;
+	my @found = (($p->{'Subplan Name'} // '') =~ /^InitPlan/ && $p->{'Node Type'} eq 'Aggregate') ? ($p) : ();
+	push @found, init_plan_aggregates($_) for @{ $p->{Plans} // [] };
+	return @found;
+}
+
+for my $case (
+	[ 'a CTE read in two places',
+	  q{WITH r AS MATERIALIZED (SELECT k, count(*) AS c FROM grouped GROUP BY k)
+		SELECT count(*) FROM r WHERE c > (SELECT avg(c) FROM r)} ],
+	[ 'a CTE read in three places',
+	  q{WITH r AS MATERIALIZED (SELECT k, count(*) AS c FROM grouped GROUP BY k)
+		SELECT count(*) FROM (SELECT c FROM r WHERE c > (SELECT avg(c) FROM r)
+		  UNION ALL SELECT c FROM r) s} ])
+{
+	my ($what, $query) = @$case;
+	# the CTE streams: groups from the index in its order, not hashed
+	my $settings = 'SET max_parallel_workers_per_gather = 0; SET jit = off; '
+	  . 'SET enable_hashagg = off; SET enable_sort = off;';
+	my (@excess, @most, $shape);
+	for my $run (1 .. 5)
+	{
+		my ($plan, $lines) = run_explain($query, 'on', $settings);
+		my $top = $plan->[0]{Plan};
+		my @agg = init_plan_aggregates($top);
+		$shape = "$top->{'Node Type'}, " . scalar(@agg) . ' initPlan Aggregate';
+		next unless @agg == 1;
+		push @excess, $agg[0]{'Actual Total Time'} / ($top->{'Actual Total Time'} || 1e-3) - 1;
+		# the largest share of the CTE's cost that one node was given,
+		# the top's one child (plan node 1: the query's CTE Scan, or the
+		# Append over the readers) left out: it holds every reader
+		my $most = 0;
+		for (@$lines)
+		{
+			$most = $2 if /plan node (\d+): runs an initPlan of plan node 0, whose [0-9.]+ ns of timing it holds \(([0-9.]+)% of/
+			  && $1 != 1 && $2 > $most;
+		}
+		push @most, $most;
+	}
+	note "$what: plan $shape; the largest % of its cost one reader was given: @most; "
+	  . 'the initPlan\'s Aggregate over the top - 1: ' . join(', ', map { sprintf '%.3f', $_ } @excess);
+	is(scalar(@excess), 5, "$what: the plan has one initPlan that is an Aggregate");
+	my @sorted = sort { $a <=> $b } @excess;
+	cmp_ok($sorted[2] // 1, '<=', 0.01,
+		"$what: with the cost subtracted, the initPlan's Aggregate that reads it stays within the top");
+	my @shares = sort { $a <=> $b } @most;
+	cmp_ok($shares[2] // 0, '>=', 90,
+		"$what: the reader that makes most of its rows is given most of its cost");
+}
+
+# A cheap CTE (a plain scan) that three readers read through: their own
+# work, reading the store back and filtering, takes about as long as the
+# CTE's run, their times add up to twice that, and which one ran it cannot
+# be told from them.  The Append that holds them all keeps the cost: given
+# shares by their times, the readers that only read the store lost time
+# they spent.
+{
+	my $query = q{WITH r AS MATERIALIZED (SELECT g FROM small_t)
+		SELECT count(*) FROM (SELECT g FROM r WHERE g > (SELECT avg(g) FROM r)
+		  UNION ALL SELECT g FROM r UNION ALL SELECT g FROM r WHERE g < 100) s};
+	my ($left, $given) = (0, 0);
+	for my $run (1 .. 5)
+	{
+		my (undef, $lines) = run_explain($query, 'on', 'SET max_parallel_workers_per_gather = 0; SET jit = off;');
+		$left++ if grep { /its CTE's readers' own times add up to \d+% of its run; its timing is left to plan node 1,/ } @$lines;
+		$given++ if grep { /plan node (\d+): runs an initPlan of plan node 0,/ && $1 != 1 } @$lines;
+	}
+	ok($left == 5 && $given == 0,
+		'a cheap CTE three readers read through: its cost stays with the Append that holds them all')
+	  or diag("runs where it stayed: $left of 5; where a reader was given a share: $given");
 }
 
 # A subplan several nodes run: each partition's scan filters through the
