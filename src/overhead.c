@@ -508,6 +508,25 @@ ts_link_up(TsPlanLinks *l, int i)
 	return l->links[i].parent;
 }
 
+/* the params an initPlan sets (a CTE's: its cteParam) */
+static Bitmapset *
+ts_init_plan_params(SubPlanState *sps)
+{
+	Bitmapset  *params = NULL;
+	ListCell   *lc;
+
+	foreach(lc, sps->subplan->setParam)
+		params = bms_add_member(params, lfirst_int(lc));
+	return params;
+}
+
+/* whether plan p is a CTE Scan of the CTE that sets one of params */
+static inline bool
+ts_reads_cte(Plan *p, Bitmapset *params)
+{
+	return IsA(p, CteScan) && bms_is_member(((CteScan *) p)->cteParam, params);
+}
+
 /*
  * Whether node i reads one of params itself, or contains several readers.
  * A CTE Scan reads its CTE through cteParam, which no extParam holds (a
@@ -519,7 +538,7 @@ ts_link_reads(TsPlanLinks *l, int i, Bitmapset *params)
 	Plan	   *p = l->links[i].node->plan;
 	int			children = 0;
 
-	if (IsA(p, CteScan) && bms_is_member(((CteScan *) p)->cteParam, params))
+	if (ts_reads_cte(p, params))
 		return true;
 	/* a Gather runs the initPlans its workers read in its own first call */
 	if ((IsA(p, Gather) && bms_overlap(((Gather *) p)->initParam, params)) ||
@@ -573,12 +592,8 @@ static int
 ts_link_runner(TsPlanLinks *l, int i)
 {
 	int			owner = l->links[i].parent;
-	Bitmapset  *params = NULL;
+	Bitmapset  *params = ts_init_plan_params(l->links[i].init);
 	int			common = -1;
-	ListCell   *lc;
-
-	foreach(lc, l->links[i].init->subplan->setParam)
-		params = bms_add_member(params, lfirst_int(lc));
 
 	/* the lowest node containing every reader */
 	for (int r = 0; r < l->n; r++)
@@ -707,6 +722,9 @@ ts_link_nearest_above(TsPlanLinks *l, const int *links, int n, int j)
 	return -1;
 }
 
+/* readers' shares of a CTE's run adding up to more: who ran it is unknown */
+#define TS_CTE_SHARES_MAX	1.1
+
 /*
  * Leave an initPlan's timing cost "ns" for the node that runs it.  A CTE
  * does not run in one place: ExecCteScan fills the CTE's store as its
@@ -725,10 +743,9 @@ ts_link_nearest_above(TsPlanLinks *l, const int *links, int n, int j)
  * more, which reader ran the CTE cannot be told from their times (a cheap
  * CTE that three readers read through), and the runner gets it all, as
  * readers given shares of a run they did not hold would lose time they
- * spent.  "run_ns" is the CTE's plan's time, as it ran.
+ * spent: past TS_CTE_SHARES_MAX.  "run_ns" is the CTE's plan's time, as
+ * it ran.
  */
-#define TS_CTE_SHARES_MAX	1.1
-
 static void
 ts_move_init_plan(TsPlanEntry *plan, PlanState *owner, SubPlanState *sps,
 				  double ns, double run_ns)
@@ -740,25 +757,23 @@ ts_move_init_plan(TsPlanEntry *plan, PlanState *owner, SubPlanState *sps,
 
 	if (runner != owner && l != NULL && run_ns > 0 && ns > 0)
 	{
-		Bitmapset  *params = NULL;
+		Bitmapset  *params = ts_init_plan_params(sps);
 		int		   *readers = palloc(l->n * sizeof(int));
 		double	   *held = palloc(l->n * sizeof(double));
 		double	   *shares = palloc(l->n * sizeof(double));
 		double		sum = 0;
 		int			n = 0;
-		ListCell   *lc;
 
-		foreach(lc, sps->subplan->setParam)
-			params = bms_add_member(params, lfirst_int(lc));
 		for (int i = 0; i < l->n; i++)
 		{
 			PlanState  *reader = l->links[i].node;
 
-			if (reader == runner || !IsA(reader->plan, CteScan) ||
-				!bms_is_member(((CteScan *) reader->plan)->cteParam, params))
+			if (reader == runner || !ts_reads_cte(reader->plan, params))
 				continue;
 			readers[n] = i;
-			held[n++] = Min(ts_node_run_ns(plan, reader), run_ns) / run_ns;
+			held[n] = Min(ts_node_run_ns(plan, reader), run_ns) / run_ns;
+			shares[n] = held[n];
+			n++;
 		}
 
 		/*
@@ -766,14 +781,15 @@ ts_move_init_plan(TsPlanEntry *plan, PlanState *owner, SubPlanState *sps,
 		 * filter runs) holds that one's part too: its own is what is left
 		 * after the nearest readers inside it.
 		 */
+		for (int j = 0; j < n; j++)
+		{
+			int			above = ts_link_nearest_above(l, readers, n, j);
+
+			if (above >= 0)
+				shares[above] -= held[j];
+		}
 		for (int k = 0; k < n; k++)
 		{
-			shares[k] = held[k];
-			for (int j = 0; j < n; j++)
-			{
-				if (j != k && ts_link_nearest_above(l, readers, n, j) == k)
-					shares[k] -= held[j];
-			}
 			shares[k] = Max(shares[k], 0.0);
 			sum += shares[k];
 		}

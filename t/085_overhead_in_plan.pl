@@ -126,6 +126,19 @@ sub measured
 	return ();
 }
 
+# the initPlans' costs moved to the nodes that run them, from the DEBUG2
+# lines: { runner, owner, ns, pct (of the initPlan's cost), init (its plan
+# node) } each
+sub moved_costs
+{
+	my ($lines) = @_;
+	return map {
+		/plan node (\d+): runs an initPlan of plan node (\d+), whose ([0-9.]+) ns of timing it holds \(([0-9.]+)% of plan node (-?\d+)'s\)/
+		  ? { runner => $1, owner => $2, ns => $3, pct => $4, init => $5 }
+		  : ()
+	} @$lines;
+}
+
 # what plan node $id passes up, from the DEBUG2 text $text: (passed,
 # timed calls, figure, probes, probe ns, calls, countdown ns, from below)
 # or ()
@@ -499,12 +512,7 @@ for my $case (
 		# each CTE's cost, in the shares of it that leave the Sort (plan
 		# node 0) for the nodes that run them
 		my %pct;
-		for (@$lines)
-		{
-			$pct{$3} += $2
-			  if /plan node (\d+): runs an initPlan of plan node 0, whose [0-9.]+ ns of timing it holds \(([0-9.]+)% of plan node (\d+)'s\)/
-			  && $1 != 0;
-		}
+		$pct{ $_->{init} } += $_->{pct} for grep { $_->{owner} == 0 && $_->{runner} != 0 } moved_costs($lines);
 		push @moved, scalar keys %pct;
 		push @whole, scalar grep { abs($_ - 100) <= 2 } values %pct;
 		push @excess, $agg->{'Actual Total Time'} / ($top->{'Actual Total Time'} || 1e-3) - 1;
@@ -571,13 +579,9 @@ for my $case (
 		# the largest share of the CTE's cost that one node was given,
 		# the top's one child (plan node 1: the query's CTE Scan, or the
 		# Append over the readers) left out: it holds every reader
-		my $most = 0;
-		for (@$lines)
-		{
-			$most = $2 if /plan node (\d+): runs an initPlan of plan node 0, whose [0-9.]+ ns of timing it holds \(([0-9.]+)% of/
-			  && $1 != 1 && $2 > $most;
-		}
-		push @most, $most;
+		my ($most) = sort { $b <=> $a } map { $_->{pct} }
+		  grep { $_->{owner} == 0 && $_->{runner} != 1 } moved_costs($lines);
+		push @most, $most // 0;
 	}
 	note "$what: plan $shape; the largest % of its cost one reader was given: @most; "
 	  . 'the initPlan\'s Aggregate over the top - 1: ' . join(', ', map { sprintf '%.3f', $_ } @excess);
@@ -605,7 +609,7 @@ for my $case (
 	{
 		my (undef, $lines) = run_explain($query, 'on', 'SET max_parallel_workers_per_gather = 0; SET jit = off;');
 		$left++ if grep { /its CTE's readers' own times add up to \d+% of its run; its timing is left to plan node 1,/ } @$lines;
-		$given++ if grep { /plan node (\d+): runs an initPlan of plan node 0,/ && $1 != 1 } @$lines;
+		$given++ if grep { $_->{owner} == 0 && $_->{runner} != 1 } moved_costs($lines);
 	}
 	ok($left == 5 && $given == 0,
 		'a cheap CTE three readers read through: its cost stays with the Append that holds them all')
